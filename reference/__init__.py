@@ -1,0 +1,65 @@
+"""batchspec reference: a deliberately simple implementation of the packed-batch contract.
+
+Every public name is re-exported here; each function's docstring cites the SPEC.md clauses
+it implements. Readability beats speed: faster code belongs in a backend.
+"""
+
+from reference.attention import (
+    TrainingBatch,
+    adapt_model_inputs,
+    contract_requests_metadata,
+    require_supported_packing_contract,
+)
+from reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
+from reference.output import apply_batched_output, block_causal_mask, check_output_format
+from reference.packing import (
+    BATCH_OUTPUT_FORMATS,
+    DEFAULT_PACKED_SEQUENCE_CONTRACT,
+    PACKED_MASK_TYPES,
+    BatchOutputFormat,
+    PackedMaskType,
+    PackedSequenceContract,
+    PackedSequenceMetadata,
+    build_packed_sequence_metadata,
+    get_seqlens_in_batch,
+    get_unpad_data,
+)
+
+__version__ = "0.1.0"
+
+# What this backend implements, in the names conformance/backends.py defines. A conformance
+# test that needs a capability missing here reports "not supported" instead of failing.
+BATCHSPEC_CAPABILITIES = frozenset(
+    {
+        "contract_types",
+        "unpad_data",
+        "packed_metadata",
+        "adapt_model_inputs",
+        "convert_text_batch",
+        "zephon_loader",
+    }
+)
+
+__all__ = [
+    "BATCHSPEC_CAPABILITIES",
+    "BATCH_OUTPUT_FORMATS",
+    "BatchOutputFormat",
+    "DEFAULT_PACKED_SEQUENCE_CONTRACT",
+    "PACKED_MASK_TYPES",
+    "PackedMaskType",
+    "PackedSequenceContract",
+    "PackedSequenceMetadata",
+    "TOKEN_FIELD_CANDIDATES",
+    "TrainingBatch",
+    "ZephonDataLoader",
+    "adapt_model_inputs",
+    "apply_batched_output",
+    "block_causal_mask",
+    "build_packed_sequence_metadata",
+    "check_output_format",
+    "contract_requests_metadata",
+    "convert_text_batch",
+    "get_seqlens_in_batch",
+    "get_unpad_data",
+    "require_supported_packing_contract",
+]

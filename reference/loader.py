@@ -1,0 +1,284 @@
+"""``convert_text_batch`` and ``ZephonDataLoader``.
+
+Mirrors upstream ``nemo_automodel/components/datasets/zephon/loader.py`` (seed 000).
+``convert_text_batch`` turns one Zephon ``SampleBatch`` of packed rows into the final
+``TrainingBatch``; ``ZephonDataLoader`` owns one stream of a ``zephon.Pipeline`` and yields
+converted batches. Checkpointing (``state_dict``/``load_state_dict``) is specified in a later
+revision of SPEC.md and is not part of this slice.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from reference.attention import TrainingBatch, adapt_model_inputs, require_supported_packing_contract
+from reference.output import apply_batched_output, check_output_format
+from reference.packing import BatchOutputFormat, PackedSequenceContract
+
+__all__ = ["TOKEN_FIELD_CANDIDATES", "ZephonDataLoader", "convert_text_batch"]
+
+# [ctb-token-field] Zephon's own auto-detection order for the token field of a payload.
+TOKEN_FIELD_CANDIDATES = ("input_ids", "tokens", "token_ids", "ids")
+
+
+@dataclass
+class _Row:
+    """One unshifted row of a SampleBatch: tokens, positions and trailing padding count."""
+
+    tokens: list[int]
+    positions: list[int]
+    padding_length: int
+
+
+def _as_int_list(value: Any, field: str, row: int) -> list[int]:
+    """A 1-D integer sequence (list, numpy array or tensor) as a list of Python ints."""
+    tensor = torch.as_tensor(value)
+    if tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool:
+        raise TypeError(f"sample_batch record {row}: {field} must hold integers, got dtype {tensor.dtype}")
+    if tensor.ndim != 1:
+        raise ValueError(
+            f"sample_batch record {row}: {field} must be 1-D [sequence], got shape {tuple(tensor.shape)}"
+        )
+    return [int(x) for x in tensor.tolist()]
+
+
+def _read_row(record: Any, row: int) -> _Row:
+    """Read and check one record [ctb-token-field, ctb-positions, ctb-padding-length]."""
+    payload = record.payload
+    field = next((name for name in TOKEN_FIELD_CANDIDATES if name in payload), None)
+    if field is None:
+        raise ValueError(
+            f"sample_batch record {row}: payload has none of the token fields {list(TOKEN_FIELD_CANDIDATES)}; "
+            f"keys are {sorted(payload)}"
+        )
+    tokens = _as_int_list(payload[field], field, row)
+    length = len(tokens)
+    if length < 2:
+        raise ValueError(
+            f"sample_batch record {row}: {field} must hold at least 2 unshifted tokens to shift, got {length}"
+        )
+
+    # Positions: Zephon's per-subdocument reset positions, or one document when absent.
+    if "positions" in payload:
+        positions = _as_int_list(payload["positions"], "positions", row)
+    else:
+        positions = list(range(length))
+    if len(positions) != length:
+        raise ValueError(
+            f"sample_batch record {row}: positions must have the token length {length}, got {len(positions)}"
+        )
+    if positions[0] != 0:
+        raise ValueError(f"sample_batch record {row}: positions must start at 0, got {positions[0]}")
+    negative = [i for i, p in enumerate(positions) if p < 0]
+    if negative:
+        raise ValueError(
+            f"sample_batch record {row}: positions must be >= 0, got {positions[negative[0]]} at index {negative[0]}"
+        )
+
+    # Padding: a trailing suffix of meta.padding_length tokens (None means no padding).
+    padding_length = record.meta.padding_length
+    if padding_length is None:
+        padding_length = 0
+    if isinstance(padding_length, bool) or not isinstance(padding_length, int):
+        raise TypeError(
+            f"sample_batch record {row}: meta.padding_length must be an int or None, got {padding_length!r}"
+        )
+    if not 0 <= padding_length < length:
+        raise ValueError(
+            f"sample_batch record {row}: meta.padding_length must be in [0, {length - 1}] so that the row "
+            f"keeps a real token, got {padding_length}"
+        )
+    return _Row(tokens=tokens, positions=positions, padding_length=padding_length)
+
+
+def _shift_and_mask(rows: list[_Row], ignore_index: int, mask_segment_starts: bool) -> TrainingBatch:
+    """Next-token shift, padding labels, padding mask, segment starts, document ids.
+
+    [ctb-shift, ctb-padding-labels, ctb-padding-mask, ctb-positions, ctb-segment-starts,
+    ctb-document-ids]
+    """
+    batch_size = len(rows)
+    sequence_length = len(rows[0].tokens) - 1  # S = L - 1
+    input_ids = torch.zeros((batch_size, sequence_length), dtype=torch.int64)
+    labels = torch.zeros((batch_size, sequence_length), dtype=torch.int64)
+    position_ids = torch.zeros((batch_size, sequence_length), dtype=torch.int64)
+    padding_mask = torch.zeros((batch_size, sequence_length), dtype=torch.bool)
+    document_ids = torch.zeros((batch_size, sequence_length), dtype=torch.int64)
+
+    for b, row in enumerate(rows):
+        first_pad = len(row.tokens) - row.padding_length  # unshifted index of the first pad token
+        document = 0
+        for i in range(sequence_length):
+            # The input at i predicts the unshifted token at i + 1.
+            input_ids[b, i] = row.tokens[i]
+            labels[b, i] = row.tokens[i + 1]
+            position_ids[b, i] = row.positions[i]
+            # A target inside the padding suffix is excluded from loss.
+            if i + 1 >= first_pad:
+                labels[b, i] = ignore_index
+            # A target that starts a subdocument (its unshifted position is 0).
+            if mask_segment_starts and row.positions[i + 1] == 0:
+                labels[b, i] = ignore_index
+            # Padding by position, never by token value.
+            padding_mask[b, i] = i >= first_pad
+            # Subdocuments are numbered 1, 2, ... at each position reset; padding is 0.
+            if row.positions[i] == 0:
+                document += 1
+            document_ids[b, i] = 0 if padding_mask[b, i] else document
+
+    return {
+        "input_ids": input_ids,
+        "labels": labels,
+        "position_ids": position_ids,
+        "padding_mask": padding_mask,
+        "document_ids": document_ids,
+    }
+
+
+def convert_text_batch(
+    sample_batch: Any,
+    packing_contract: PackedSequenceContract,
+    ignore_index: int,
+    mask_segment_starts: bool,
+    allow_cross_document_attention: bool,
+    output_format: BatchOutputFormat = "batched",
+    pad_to_length: int | None = None,
+    pad_token_id: int | None = None,
+) -> TrainingBatch:
+    """Collate packed text rows into a ``TrainingBatch`` [ctb-*, batched-*].
+
+    Args:
+        sample_batch: a ``zephon.SampleBatch`` of B records. Each payload holds an
+            unshifted 1-D integer token field (the first of ``TOKEN_FIELD_CANDIDATES``) of
+            length L, and optionally 1-D ``positions`` [L] that restart at 0 at every
+            subdocument (and at the padding tail); ``meta.padding_length`` counts the
+            trailing pad tokens (``None`` = 0). Never modified.
+        packing_contract: the model's requests (``packed_mask_type``, metadata flag).
+        ignore_index: the label value excluded from loss.
+        mask_segment_starts: also exclude every label whose target starts a subdocument.
+        allow_cross_document_attention: not in this slice; must be False.
+        output_format: ``"batched"`` (``"thd"`` is not in this slice).
+        pad_to_length, pad_token_id: the unpacked route; not in this slice, must be None.
+
+    Returns:
+        A new mapping with, for S = L - 1: int64 ``input_ids``, ``labels``,
+        ``position_ids``, ``document_ids``, ``attention_document_ids``,
+        ``_packed_seq_ids`` [B, S]; bool ``padding_mask`` [B, S]; ``attention_mask``
+        (bool [B, 1, S, S] or int64 [B, S] by mask type); and, when the contract asks,
+        int64 ``packed_token_indices`` [B, S], int32 ``cu_seqlens`` [B, max id + 1] and int
+        ``max_seqlen``.
+
+    Raises:
+        TypeError: ``sample_batch`` has no ``records``; a token field or positions hold
+            non-integers; ``padding_length`` is not an int; the contract's metadata flag is
+            not a bool.
+        ValueError: an empty batch; a row shorter than 2 tokens; rows of different lengths;
+            positions of the wrong length, not starting at 0, or negative; a
+            ``padding_length`` that leaves no real token; an unknown output format or mask
+            type.
+        NotImplementedError: a feature outside this slice (xdoc, THD, ``pad_to_length``).
+    """
+    check_output_format(output_format)
+    if allow_cross_document_attention:
+        raise NotImplementedError("allow_cross_document_attention=True is not in this SPEC revision")
+    if output_format != "batched":
+        raise NotImplementedError(f"output_format={output_format!r} is not in this SPEC revision")
+    if pad_to_length is not None:
+        raise NotImplementedError("pad_to_length is not in this SPEC revision")
+
+    # 1. Read and check every row [ctb-input-errors].
+    records = getattr(sample_batch, "records", None)
+    if records is None:
+        raise TypeError(f"sample_batch must be a zephon.SampleBatch with .records, got {type(sample_batch).__name__}")
+    if len(records) == 0:
+        raise ValueError("sample_batch must hold at least one record, got 0")
+    rows = [_read_row(record, b) for b, record in enumerate(records)]
+    lengths = [len(row.tokens) for row in rows]
+    if len(set(lengths)) != 1:
+        raise ValueError(
+            f"sample_batch rows must share one unshifted length without pad_to_length, got lengths {lengths}"
+        )
+
+    # 2. Shift, mask and number subdocuments; 3. attention membership; 4. batched output.
+    batch = _shift_and_mask(rows, ignore_index, mask_segment_starts)
+    adapt_model_inputs(batch)
+    return apply_batched_output(batch, packing_contract)
+
+
+class ZephonDataLoader(Iterator[TrainingBatch]):
+    """One owned stream of a Zephon pipeline, yielding converted batches [loader-*].
+
+    Args:
+        pipeline: a ``zephon.Pipeline`` (anything whose ``iter()`` gives an iterator of
+            ``SampleBatch``; the iterator's ``close()`` is called when present). Not started
+            by construction.
+        convert_batch: ``SampleBatch -> TrainingBatch``, e.g. ``convert_text_batch`` with its
+            options bound.
+        output_format: ``"batched"`` or ``"thd"``; checked here.
+        packing_contract: keyword-only; checked once here by
+            ``require_supported_packing_contract`` and never per batch.
+
+    Raises:
+        TypeError: ``convert_batch`` is not callable, or the contract has a missing or
+            mistyped attribute.
+        ValueError: an unknown ``output_format`` or mask type.
+    """
+
+    def __init__(
+        self,
+        pipeline: Any,
+        convert_batch: Callable[[Any], TrainingBatch],
+        output_format: BatchOutputFormat = "batched",
+        *,
+        packing_contract: PackedSequenceContract,
+    ) -> None:
+        if not callable(convert_batch):
+            raise TypeError(f"convert_batch must be callable, got {type(convert_batch).__name__}")
+        check_output_format(output_format)
+        require_supported_packing_contract(packing_contract)
+        self._pipeline = pipeline
+        self._convert_batch = convert_batch
+        self.output_format = output_format
+        self.packing_contract = packing_contract
+        self._component_tokens: Counter[int] = Counter()
+        self._iterator: Iterator[Any] | None = None
+        self._restored_checkpoint = b""
+        self._closed = False
+
+    def __iter__(self) -> "ZephonDataLoader":
+        """Return this loader; a second ``iter()`` never restarts the stream [loader-iter-self]."""
+        return self
+
+    def __next__(self) -> TrainingBatch:
+        """The next converted batch [loader-next, loader-exhaustion].
+
+        Starts the pipeline on the first call. Adds each record's
+        ``meta.component_token_counts`` to ``_component_tokens``. On exhaustion, or when the
+        pipeline or ``convert_batch`` raises, closes the loader first; after that every call
+        raises ``StopIteration``.
+        """
+        if self._closed:
+            raise StopIteration
+        if self._iterator is None:
+            self._iterator = iter(self._pipeline)
+        try:
+            sample_batch = next(self._iterator)
+            for record in sample_batch.records:
+                self._component_tokens.update(record.meta.component_token_counts or {})
+            return self._convert_batch(sample_batch)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the pipeline's workers; idempotent [loader-close]."""
+        self._closed = True
+        iterator, self._iterator = self._iterator, None
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
