@@ -102,41 +102,43 @@ def _shift_and_mask(rows: list[_Row], ignore_index: int, mask_segment_starts: bo
     [ctb-shift, ctb-padding-labels, ctb-padding-mask, ctb-positions, ctb-segment-starts,
     ctb-document-ids]
     """
-    batch_size = len(rows)
-    sequence_length = len(rows[0].tokens) - 1  # S = L - 1
-    input_ids = torch.zeros((batch_size, sequence_length), dtype=torch.int64)
-    labels = torch.zeros((batch_size, sequence_length), dtype=torch.int64)
-    position_ids = torch.zeros((batch_size, sequence_length), dtype=torch.int64)
-    padding_mask = torch.zeros((batch_size, sequence_length), dtype=torch.bool)
-    document_ids = torch.zeros((batch_size, sequence_length), dtype=torch.int64)
-
-    for b, row in enumerate(rows):
+    input_ids, labels, position_ids, padding_mask, document_ids = [], [], [], [], []
+    for row in rows:
+        sequence_length = len(row.tokens) - 1  # S = L - 1
         first_pad = len(row.tokens) - row.padding_length  # unshifted index of the first pad token
+        row_inputs, row_labels, row_positions, row_padding, row_documents = [], [], [], [], []
         document = 0
         for i in range(sequence_length):
             # The input at i predicts the unshifted token at i + 1.
-            input_ids[b, i] = row.tokens[i]
-            labels[b, i] = row.tokens[i + 1]
-            position_ids[b, i] = row.positions[i]
+            label = row.tokens[i + 1]
             # A target inside the padding suffix is excluded from loss.
             if i + 1 >= first_pad:
-                labels[b, i] = ignore_index
+                label = ignore_index
             # A target that starts a subdocument (its unshifted position is 0).
             if mask_segment_starts and row.positions[i + 1] == 0:
-                labels[b, i] = ignore_index
+                label = ignore_index
             # Padding by position, never by token value.
-            padding_mask[b, i] = i >= first_pad
+            is_padding = i >= first_pad
             # Subdocuments are numbered 1, 2, ... at each position reset; padding is 0.
             if row.positions[i] == 0:
                 document += 1
-            document_ids[b, i] = 0 if padding_mask[b, i] else document
+            row_inputs.append(row.tokens[i])
+            row_labels.append(label)
+            row_positions.append(row.positions[i])
+            row_padding.append(is_padding)
+            row_documents.append(0 if is_padding else document)
+        input_ids.append(row_inputs)
+        labels.append(row_labels)
+        position_ids.append(row_positions)
+        padding_mask.append(row_padding)
+        document_ids.append(row_documents)
 
     return {
-        "input_ids": input_ids,
-        "labels": labels,
-        "position_ids": position_ids,
-        "padding_mask": padding_mask,
-        "document_ids": document_ids,
+        "input_ids": torch.tensor(input_ids, dtype=torch.int64),
+        "labels": torch.tensor(labels, dtype=torch.int64),
+        "position_ids": torch.tensor(position_ids, dtype=torch.int64),
+        "padding_mask": torch.tensor(padding_mask, dtype=torch.bool),
+        "document_ids": torch.tensor(document_ids, dtype=torch.int64),
     }
 
 

@@ -39,16 +39,13 @@ def block_causal_mask(attention_document_ids: torch.Tensor) -> torch.Tensor:
         ``k <= q`` and query and key carry the same positive id. A query with id 0 attends
         to nothing.
     """
-    batch_size, sequence_length = attention_document_ids.shape
-    mask = torch.zeros((batch_size, 1, sequence_length, sequence_length), dtype=torch.bool)
-    for b in range(batch_size):
-        for q in range(sequence_length):
-            query_id = int(attention_document_ids[b, q])
-            if query_id == 0:
-                continue
-            for k in range(q + 1):
-                if int(attention_document_ids[b, k]) == query_id:
-                    mask[b, 0, q, k] = True
+    ids = attention_document_ids
+    # query q (rows of the [S, S] block) and key k (columns), per batch row:
+    same_document = ids[:, :, None] == ids[:, None, :]  # ids[b, q] == ids[b, k]
+    real_query = ids[:, :, None] > 0  # padding and excluded tokens attend to nothing
+    causal = torch.ones_like(same_document[0]).tril()  # k <= q
+    mask = same_document & real_query & causal
+    mask = mask[:, None, :, :]  # [batch, 1, sequence, sequence]
     return mask
 
 

@@ -1,0 +1,339 @@
+"""Invariants of a converted ``TrainingBatch``, checked against its raw packed rows.
+
+``check_converted_batch`` is the oracle of the property tests in ``test_invariants.py`` and
+of the real-data scenario. Every expected value is computed here from the raw rows in plain
+Python (loops over lists); nothing comes from a backend or from ``reference``. The cost is
+O(B * S) Python steps, except the block-causal mask, which is built with torch broadcasting
+from the expected ids (O(B * S**2) elements, no Python loop), so a 4 x 1024 batch checks in
+well under a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from conformance._asserts import assert_tensor_equal, summary
+from conformance._zephon import Row
+
+__all__ = [
+    "BASE_KEYS",
+    "METADATA_KEYS",
+    "check_converted_batch",
+    "expected_packed_metadata",
+    "expected_unpad_data",
+    "rows_from_sample_batch",
+]
+
+# [tb-dtypes] the table of SPEC.md section 3 (attention_mask depends on the mask type).
+BASE_KEYS: dict[str, torch.dtype] = {
+    "input_ids": torch.int64,
+    "labels": torch.int64,
+    "position_ids": torch.int64,
+    "padding_mask": torch.bool,
+    "document_ids": torch.int64,
+    "attention_document_ids": torch.int64,
+    "_packed_seq_ids": torch.int64,
+}
+METADATA_KEYS: tuple[str, ...] = ("packed_token_indices", "cu_seqlens", "max_seqlen")
+MAX_LISTED = 8
+
+
+def rows_from_sample_batch(sample_batch: Any) -> list[Row]:
+    """The ``Row`` view of a ``zephon.SampleBatch`` of packed records (token field by
+    [ctb-token-field] order, ``positions`` if present, ``meta.padding_length``)."""
+    rows = []
+    for record in sample_batch.records:
+        payload = record.payload
+        field = next(name for name in ("input_ids", "tokens", "token_ids", "ids") if name in payload)
+        tokens = tuple(int(t) for t in torch.as_tensor(payload[field]).tolist())
+        positions = payload.get("positions")
+        positions = None if positions is None else tuple(int(p) for p in torch.as_tensor(positions).tolist())
+        rows.append(Row(tokens, positions, record.meta.padding_length))
+    return rows
+
+
+def _fail_where(bad: torch.Tensor, what: str, *, clause: str, call: str, show: Mapping[str, torch.Tensor]) -> None:
+    """Raise when ``bad`` (a bool ``[B, S]`` tensor) has a True entry, listing the first ones
+    as ``what`` plus the named tensors' values there."""
+    __tracebackhide__ = True
+    if not bool(bad.any()):
+        return
+    total = int(bad.sum())
+    lines = []
+    for index in torch.nonzero(bad, as_tuple=False)[:MAX_LISTED]:
+        at = tuple(int(i) for i in index)
+        values = ", ".join(f"{name}[{', '.join(map(str, at))}]={tensor[at].item()!r}" for name, tensor in show.items())
+        lines.append(values)
+    raise AssertionError(f"{what}: {total} position(s) violate it [{clause}: {call}]\n  " + "\n  ".join(lines))
+
+
+def _expected_rows(rows: Sequence[Row], ignore_index: int, mask_segment_starts: bool) -> dict[str, Any]:
+    """Plain-Python expected token-aligned fields of ``rows``, plus per-label clause ids."""
+    lengths = {len(row.tokens) for row in rows}
+    assert len(lengths) == 1, f"rows must share one unshifted length, got {sorted(lengths)}"  # sanity check
+    sequence_length = lengths.pop() - 1
+    expected: dict[str, list[list[Any]]] = {
+        name: [] for name in ("input_ids", "targets", "labels", "label_clause", "position_ids", "padding_mask", "document_ids")
+    }
+    for row in rows:
+        tokens = list(row.tokens)
+        positions = list(row.positions) if row.positions is not None else list(range(len(tokens)))
+        padding = row.padding_length or 0
+        first_pad = len(tokens) - padding  # unshifted index of the first pad token
+        input_ids, targets, labels, clauses, position_ids, padding_mask, document_ids = [], [], [], [], [], [], []
+        document = 0
+        for i in range(sequence_length):
+            input_ids.append(tokens[i])
+            targets.append(tokens[i + 1])
+            position_ids.append(positions[i])
+            if i + 1 >= first_pad:
+                labels.append(ignore_index)
+                clauses.append("ctb-padding-labels")
+            elif mask_segment_starts and positions[i + 1] == 0:
+                labels.append(ignore_index)
+                clauses.append("ctb-segment-starts")
+            else:
+                labels.append(tokens[i + 1])
+                clauses.append("ctb-cross-document-targets" if positions[i + 1] == 0 else "ctb-shift")
+            is_pad = i >= first_pad
+            padding_mask.append(is_pad)
+            if positions[i] == 0:
+                document += 1
+            document_ids.append(0 if is_pad else document)
+        for name, values in (
+            ("input_ids", input_ids), ("targets", targets), ("labels", labels), ("label_clause", clauses),
+            ("position_ids", position_ids), ("padding_mask", padding_mask), ("document_ids", document_ids),
+        ):
+            expected[name].append(values)
+    return expected
+
+
+def expected_packed_metadata(ids: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """``build_packed_sequence_metadata`` of a ``[B, S]`` id mask (nested lists, bools as
+    0/1), in plain Python [meta-indices, meta-cu-seqlens, meta-max-seqlen].
+
+    Per row: ``packed_token_indices`` is ``i`` where the id is nonzero, else -1; the row's
+    ``cu_seqlens`` are 0 then the cumulative counts of ids 1..max in id order (zero counts
+    dropped), padded with -1 to width ``max(1, max id) + 1``; ``max_seqlen`` is the largest
+    count over the batch.
+    """
+    largest = max((int(v) for row in ids for v in row), default=0)
+    width = max(1, largest) + 1
+    indices, cu_seqlens, max_seqlen = [], [], 0
+    for row in ids:
+        row = [int(v) for v in row]
+        indices.append([i if v != 0 else -1 for i, v in enumerate(row)])
+        counts = [0] * (max(row) + 1 if row else 1)
+        for v in row:
+            if v > 0:
+                counts[v] += 1
+        cumulative = [0]
+        for count in counts[1:]:
+            if count:
+                cumulative.append(cumulative[-1] + count)
+                max_seqlen = max(max_seqlen, count)
+        cu_seqlens.append(cumulative + [-1] * (width - len(cumulative)))
+    return {
+        "packed_token_indices": torch.tensor(indices, dtype=torch.int64).reshape(len(ids), -1),
+        "cu_seqlens": torch.tensor(cu_seqlens, dtype=torch.int32),
+        "max_seqlen": max_seqlen,
+    }
+
+
+def expected_unpad_data(mask: Sequence[Sequence[int]], *, binary: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """``get_unpad_data`` of a ``[B, S]`` mask (nested lists, bools as 0/1), in plain Python
+    [unpad-binary, unpad-indexed, unpad-outputs]. ``binary``: the mask is bool or its largest
+    value is <= 1, so every nonempty row is one sequence; otherwise the lengths are the counts
+    of ids 1..max(mask), row by row, zero counts dropped."""
+    flat = [int(v) for row in mask for v in row]
+    indices = [i for i, v in enumerate(flat) if v != 0]
+    largest = max(flat, default=0)
+    lengths = []
+    for row in mask:
+        row = [int(v) for v in row]
+        if binary:
+            count = sum(1 for v in row if v != 0)
+            if count:
+                lengths.append(count)
+            continue
+        for document_id in range(1, largest + 1):
+            count = sum(1 for v in row if v == document_id)
+            if count:
+                lengths.append(count)
+    cumulative = [0]
+    for length in lengths:
+        cumulative.append(cumulative[-1] + length)
+    return (
+        torch.tensor(indices, dtype=torch.int64),
+        torch.tensor(cumulative, dtype=torch.int32),
+        max(lengths),
+    )
+
+
+def check_converted_batch(
+    out: Mapping[str, Any],
+    rows: Sequence[Row],
+    *,
+    ignore_index: int,
+    mask_segment_starts: bool,
+    contract: Any,
+    call: str,
+) -> None:
+    """Assert that ``out`` is the batched ``convert_text_batch`` result of the packed ``rows``.
+
+    ``check_converted_batch(out, rows, ...)`` is equivalent to asserting, for the expected
+    fields computed in plain Python from ``rows`` (``Row`` objects; see
+    ``rows_from_sample_batch`` for a ``SampleBatch``):
+
+    * I1: every field is present with its ``[B, S]`` shape ([tb-shapes], ``attention_mask``
+      ``[B, 1, S, S]`` for ``"block_causal"``) and its table dtype ([tb-dtypes]);
+    * I2: each label is ``ignore_index`` or the unshifted token ``i + 1``, and the labels are
+      exactly the expected ones ([ctb-shift], [ctb-padding-labels], [ctb-segment-starts],
+      [ctb-cross-document-targets], [ctb-ignore-index]); ``input_ids`` and ``position_ids``
+      are the unshifted rows without their last entry ([ctb-shift], [ctb-positions]);
+    * I3: ``padding_mask`` implies ``labels == ignore_index`` and ``document_ids == 0``,
+      ``document_ids == 0`` iff ``padding_mask``, both exactly as expected
+      ([ctb-padding-mask], [ctb-document-ids]); ``attention_document_ids`` and
+      ``_packed_seq_ids`` (a separate tensor) equal ``document_ids`` ([ctb-attention-ids],
+      [batched-packed-seq-ids]); ``attention_mask`` is the block-causal mask or the ids
+      ([batched-block-causal], [batched-document-ids-mask]);
+    * I6: when the contract requests metadata, the last valid ``cu_seqlens`` entry of each row
+      counts its ids > 0, ``packed_token_indices == -1`` iff the id is 0, and all three keys
+      equal the expected metadata; otherwise none of them is present ([batched-metadata]).
+
+    ``call`` is the reproducible input, appended to every message. The caller passes the
+    contract it converted with (``packed_mask_type``, ``return_packed_sequence_metadata``).
+    """
+    __tracebackhide__ = True
+    expected = _expected_rows(rows, ignore_index, mask_segment_starts)
+    batch_size, sequence_length = len(rows), len(rows[0].tokens) - 1
+    block_causal = contract.packed_mask_type == "block_causal"
+    wants_metadata = bool(contract.return_packed_sequence_metadata)
+
+    # I1: keys, shapes, dtypes.
+    needed = [*BASE_KEYS, "attention_mask", *(METADATA_KEYS if wants_metadata else ())]
+    missing = [key for key in needed if key not in out]
+    if missing:
+        raise AssertionError(
+            f"keys {missing} are missing, but should be present; keys: {sorted(out)} "
+            f"[tb-shapes, batched-metadata: {call}]"
+        )
+    for key, dtype in BASE_KEYS.items():
+        value = out[key]
+        if not isinstance(value, torch.Tensor):
+            raise AssertionError(f"{key}: {summary(value)}, but should be a tensor [tb-dtypes: {call}]")
+        if tuple(value.shape) != (batch_size, sequence_length):
+            raise AssertionError(
+                f"{key}.shape={tuple(value.shape)}, but should be {(batch_size, sequence_length)} (S = L - 1) [tb-shapes: {call}]"
+            )
+        if value.dtype != dtype:
+            raise AssertionError(f"{key}.dtype={value.dtype}, but should be {dtype} [tb-dtypes: {call}]")
+    mask = out["attention_mask"]
+    mask_shape = (batch_size, 1, sequence_length, sequence_length) if block_causal else (batch_size, sequence_length)
+    mask_dtype = torch.bool if block_causal else torch.int64
+    if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != mask_shape:
+        raise AssertionError(
+            f"attention_mask: {summary(mask)}, but should have shape {mask_shape} for "
+            f"packed_mask_type={contract.packed_mask_type!r} [tb-shapes: {call}]"
+        )
+    if mask.dtype != mask_dtype:
+        raise AssertionError(f"attention_mask.dtype={mask.dtype}, but should be {mask_dtype} [tb-dtypes: {call}]")
+
+    labels, padding_mask, document_ids = out["labels"], out["padding_mask"], out["document_ids"]
+    targets = torch.tensor(expected["targets"], dtype=torch.int64)
+
+    # I2 (relation form): a kept label is the next unshifted token.
+    _fail_where(
+        (labels != ignore_index) & (labels != targets),
+        f"labels must be ignore_index={ignore_index} or the unshifted token i + 1",
+        clause="ctb-shift", call=call, show={"labels": labels, "target": targets},
+    )
+    # I3 (relation form): padding carries no loss and no document.
+    _fail_where(
+        padding_mask & (labels != ignore_index),
+        f"padding_mask must imply labels == ignore_index={ignore_index}",
+        clause="ctb-padding-labels", call=call, show={"labels": labels},
+    )
+    _fail_where(
+        padding_mask & (document_ids != 0),
+        "padding_mask must imply document_ids == 0",
+        clause="ctb-document-ids", call=call, show={"document_ids": document_ids},
+    )
+    _fail_where(
+        (document_ids == 0) != padding_mask,
+        "document_ids == 0 must hold exactly where padding_mask is True (text rows)",
+        clause="ctb-padding-mask, ctb-document-ids", call=call,
+        show={"document_ids": document_ids, "padding_mask": padding_mask},
+    )
+
+    # Exact values, computed from the rows.
+    assert_tensor_equal("input_ids", out["input_ids"], torch.tensor(expected["input_ids"], dtype=torch.int64), clause="ctb-shift", call=call)
+    assert_tensor_equal("position_ids", out["position_ids"], torch.tensor(expected["position_ids"], dtype=torch.int64), clause="ctb-positions", call=call)
+    expected_labels = torch.tensor(expected["labels"], dtype=torch.int64)
+    if not torch.equal(labels, expected_labels):
+        # Name the clause(s) of the mismatching labels: padding, segment start, kept target.
+        wrong = torch.nonzero(labels != expected_labels, as_tuple=False).tolist()
+        clauses = sorted({expected["label_clause"][b][i] for b, i in wrong})
+        if any(expected["label_clause"][b][i] in ("ctb-padding-labels", "ctb-segment-starts") for b, i in wrong):
+            clauses.append("ctb-ignore-index")
+        assert_tensor_equal("labels", labels, expected_labels, clause=", ".join(clauses), call=call)
+    expected_padding = torch.tensor(expected["padding_mask"], dtype=torch.bool)
+    assert_tensor_equal("padding_mask", padding_mask, expected_padding, clause="ctb-padding-mask", call=call)
+    expected_ids = torch.tensor(expected["document_ids"], dtype=torch.int64)
+    assert_tensor_equal("document_ids", document_ids, expected_ids, clause="ctb-document-ids", call=call)
+    assert_tensor_equal("attention_document_ids", out["attention_document_ids"], expected_ids, clause="ctb-attention-ids", call=call)
+    assert_tensor_equal("_packed_seq_ids", out["_packed_seq_ids"], expected_ids, clause="batched-packed-seq-ids", call=call)
+    if out["_packed_seq_ids"].untyped_storage().data_ptr() == out["attention_document_ids"].untyped_storage().data_ptr():
+        raise AssertionError(
+            f"_packed_seq_ids shares storage with attention_document_ids, but should be a separate tensor "
+            f"[batched-packed-seq-ids: {call}]"
+        )
+
+    # Attention mask: block-causal over the expected ids (torch broadcasting), or the ids.
+    if block_causal:
+        same = (expected_ids[:, :, None] == expected_ids[:, None, :]) & (expected_ids[:, :, None] > 0)
+        causal = torch.ones((sequence_length, sequence_length), dtype=torch.bool).tril()
+        assert_tensor_equal("attention_mask", mask, (same & causal)[:, None], clause="batched-block-causal", call=call)
+    else:
+        assert_tensor_equal("attention_mask", mask, expected_ids, clause="batched-document-ids-mask", call=call)
+
+    # I6: metadata, present exactly when requested.
+    if not wants_metadata:
+        present = [key for key in METADATA_KEYS if key in out]
+        if present:
+            raise AssertionError(
+                f"keys {present} are present, but should be absent: the contract does not request metadata "
+                f"[batched-metadata: {call}]"
+            )
+        return
+    indices, cu_seqlens, max_seqlen = (out[key] for key in METADATA_KEYS)
+    for key in ("packed_token_indices", "cu_seqlens"):
+        if not isinstance(out[key], torch.Tensor):
+            raise AssertionError(f"{key}: {summary(out[key])}, but should be a tensor [tb-dtypes: {call}]")
+    if type(max_seqlen) is not int:
+        raise AssertionError(f"max_seqlen: {summary(max_seqlen)}, but should be a Python int [tb-dtypes: {call}]")
+    if tuple(indices.shape) == (batch_size, sequence_length):
+        _fail_where(
+            (indices == -1) != (expected_ids == 0),
+            "packed_token_indices == -1 must hold exactly where attention_document_ids == 0",
+            clause="batched-metadata", call=call,
+            show={"packed_token_indices": indices, "attention_document_ids": expected_ids},
+        )
+    if cu_seqlens.ndim == 2 and cu_seqlens.shape[0] == batch_size:
+        for b in range(batch_size):
+            row = [int(v) for v in cu_seqlens[b].tolist()]
+            valid = [v for v in row if v != -1]
+            tokens = sum(1 for v in expected["document_ids"][b] if v > 0)
+            if not valid or valid[-1] != tokens:
+                raise AssertionError(
+                    f"cu_seqlens[{b}]={row}: last valid entry {valid[-1] if valid else None}, but should be "
+                    f"{tokens} (the row's tokens with attention_document_ids > 0) [batched-metadata: {call}]"
+                )
+    want = expected_packed_metadata(expected["document_ids"])
+    assert_tensor_equal("packed_token_indices", indices, want["packed_token_indices"], clause="batched-metadata, tb-dtypes", call=call)
+    assert_tensor_equal("cu_seqlens", cu_seqlens, want["cu_seqlens"], clause="batched-metadata, tb-dtypes", call=call)
+    if max_seqlen != want["max_seqlen"]:
+        raise AssertionError(f"max_seqlen={max_seqlen}, but should be {want['max_seqlen']} [batched-metadata: {call}]")

@@ -1,0 +1,160 @@
+"""Hypothesis strategies for the conformance suite: packed rows, packed batches, id masks.
+
+Every strategy builds inputs the way Zephon 0.2.0 emits them (``conformance._zephon``) and
+never asserts. Sizes are capped by module constants that environment variables override:
+
+* ``BATCHSPEC_MAX_BATCH`` (default 4): the most rows in a drawn batch or mask;
+* ``BATCHSPEC_MAX_LEN`` (default 33): the longest unshifted row L (so S = L - 1 <= 32), and
+  the longest ``[B, S]`` id mask.
+
+The caps are small on purpose: the reference is written as plain loops (its block-causal
+mask is O(B * S**2) Python), and every example runs it at least once. Shrinking makes the
+small cases the ones that are reported, so larger caps find few extra bugs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import torch
+from hypothesis import strategies as st
+
+from conformance._zephon import Contract, Row, packed_row
+
+__all__ = [
+    "IGNORE_INDICES",
+    "MAX_BATCH",
+    "MAX_LEN",
+    "MAX_TOKEN_ID",
+    "PAD_TOKEN_ID",
+    "PackedBatch",
+    "contracts",
+    "document_lengths",
+    "id_masks",
+    "packed_batches",
+    "packed_rows",
+]
+
+MAX_BATCH: int = int(os.environ.get("BATCHSPEC_MAX_BATCH", "4"))
+MAX_LEN: int = int(os.environ.get("BATCHSPEC_MAX_LEN", "33"))
+# Token ids 0..50: small enough that real tokens often equal the pad id (0) and the
+# ignore_index values 0 and 7 below, which is where "by position, never by value" matters.
+MAX_TOKEN_ID: int = 50
+PAD_TOKEN_ID: int = 0
+# [ctb-ignore-index] any int: upstream's -100, common alternatives, and values that are also
+# real token ids (0, 7) so that a masked label and a kept label can hold the same value.
+IGNORE_INDICES: tuple[int, ...] = (-100, -1, 0, 7, -7, 99999)
+
+assert MAX_BATCH >= 1 and MAX_LEN >= 2, "BATCHSPEC_MAX_BATCH >= 1 and BATCHSPEC_MAX_LEN >= 2"  # sanity check
+
+
+class PackedBatch(NamedTuple):
+    """One drawn ``convert_text_batch`` input: rows plus the call's options."""
+
+    rows: list[Row]
+    ignore_index: int
+    mask_segment_starts: bool
+    contract: Contract
+
+
+@st.composite
+def document_lengths(draw: st.DrawFn, total: int | None = None) -> list[int]:
+    """Positive document lengths summing to ``total`` (drawn in 1..MAX_LEN when ``None``).
+
+    Any split is possible, from one document of ``total`` tokens to ``total`` 1-token
+    documents: the cut points are a random subset of 1..total-1.
+    """
+    if total is None:
+        total = draw(st.integers(1, MAX_LEN), label="total")
+    cuts = sorted(draw(st.sets(st.integers(1, total - 1), max_size=total - 1)) if total > 1 else [])
+    bounds = [0, *cuts, total]
+    return [bounds[k + 1] - bounds[k] for k in range(len(bounds) - 1)]
+
+
+@st.composite
+def packed_rows(draw: st.DrawFn, length: int) -> Row:
+    """One unshifted packed row of exactly ``length`` (>= 2) tokens, as ``pack_flat`` emits it.
+
+    ``padding`` is 0..length-1 trailing pad tokens (at least one real token remains); the
+    real tokens are split into documents by ``document_lengths`` and hold ids 0..MAX_TOKEN_ID,
+    so a real token may equal the pad id. Rarely the row is written as an unpacked record
+    would be: without ``positions`` (one document, positions 0..L-1 [ctb-positions]) or, when
+    there is no padding, with ``padding_length=None`` (D-2).
+    """
+    assert length >= 2  # sanity check
+    padding = draw(st.integers(0, length - 1), label="padding")
+    lengths = draw(document_lengths(length - padding), label="document_lengths")
+    tokens = st.integers(0, MAX_TOKEN_ID)
+    documents = [draw(st.lists(tokens, min_size=n, max_size=n)) for n in lengths]
+    row = packed_row(documents, padding, pad_token_id=PAD_TOKEN_ID)
+    form = draw(st.sampled_from(("pack_flat",) * 8 + ("no_positions", "no_padding_length")), label="form")
+    if form == "no_positions":
+        return Row(row.tokens, None, row.padding_length)
+    if form == "no_padding_length" and padding == 0:
+        return Row(row.tokens, row.positions, None)
+    return row
+
+
+def contracts() -> st.SearchStrategy[Contract]:
+    """A test-built contract with either mask type and either metadata request."""
+    return st.builds(
+        Contract,
+        packed_mask_type=st.sampled_from(("block_causal", "document_ids")),
+        return_packed_sequence_metadata=st.booleans(),
+    )
+
+
+@st.composite
+def packed_batches(draw: st.DrawFn) -> PackedBatch:
+    """B in 1..MAX_BATCH packed rows of one unshifted length L in 2..MAX_LEN, and options."""
+    length = draw(st.integers(2, MAX_LEN), label="L")
+    rows = draw(st.lists(packed_rows(length), min_size=1, max_size=MAX_BATCH), label="rows")
+    return PackedBatch(
+        rows=rows,
+        ignore_index=draw(st.sampled_from(IGNORE_INDICES), label="ignore_index"),
+        mask_segment_starts=draw(st.booleans(), label="mask_segment_starts"),
+        contract=draw(contracts(), label="contract"),
+    )
+
+
+@st.composite
+def _id_row(draw: st.DrawFn, sequence_length: int, max_documents: int, gapped: bool) -> list[int]:
+    """One row of 1-based ids, non-decreasing along the row, with zeros anywhere.
+
+    Walking along the row each slot is ``zero`` (id 0), ``same`` (the current id, or the
+    first id when none started yet) or ``new`` (the next id). ``gapped`` lets ``new`` skip an
+    id. At most ``max_documents`` ids start; further ``new`` slots continue the last id.
+    """
+    kinds = draw(st.lists(st.sampled_from(("zero", "same", "new")), min_size=sequence_length, max_size=sequence_length))
+    row, current, started = [], 0, 0
+    for kind in kinds:
+        if kind == "zero":
+            row.append(0)
+            continue
+        if current == 0 or (kind == "new" and started < max_documents):
+            current += draw(st.sampled_from((1, 2))) if gapped and current > 0 else 1
+            started += 1
+        row.append(current)
+    return row
+
+
+@st.composite
+def id_masks(draw: st.DrawFn) -> torch.Tensor:
+    """A ``[B, S]`` mask for the metadata builders, with at least one nonzero entry.
+
+    Integer masks (int64, sometimes int32) hold 1-based row-local ids that increase along the
+    row, each id one run that interior zeros may interrupt (as SPEC Example K's ``[1,0,1,2]``);
+    sometimes ids are gapped (``[1,1,3,3]``), sometimes a mask holds only 0/1 (the binary
+    route). Bool masks are arbitrary. Rows may be empty; when every row is, one entry is set.
+    """
+    batch_size = draw(st.integers(1, MAX_BATCH), label="B")
+    sequence_length = draw(st.integers(1, MAX_LEN), label="S")
+    dtype = draw(st.sampled_from((torch.int64, torch.int64, torch.int64, torch.int32, torch.bool)), label="dtype")
+    max_documents = draw(st.sampled_from((1, 2, sequence_length)), label="max_documents")
+    gapped = draw(st.booleans(), label="gapped")
+    rows = [draw(_id_row(sequence_length, max_documents, gapped)) for _ in range(batch_size)]
+    if not any(any(row) for row in rows):
+        rows[draw(st.integers(0, batch_size - 1))][0] = 1
+    mask = torch.tensor(rows, dtype=torch.int64)
+    return mask > 0 if dtype == torch.bool else mask.to(dtype)

@@ -1,0 +1,101 @@
+"""Building real ``zephon.SampleBatch`` inputs and packing contracts for tests.
+
+``sample_batch`` builds records exactly as Zephon 0.2.0's ``pack_flat`` emits them: the
+payload holds the unshifted token list and ``positions`` as an int32 numpy array, and
+``meta.tags["_packing_metadata"]["padding_length"]`` counts the trailing pad tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from zephon import SampleBatch, SampleMeta, SampleRecord
+
+__all__ = ["Contract", "Row", "describe_rows", "packed_row", "rows_of", "sample_batch"]
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A packing contract built by the test, independent of any backend's own class."""
+
+    packed_mask_type: str = "block_causal"
+    return_packed_sequence_metadata: bool = False
+    return_document_ids: bool = False
+    max_sequence_length: int | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One unshifted packed row."""
+
+    tokens: tuple[int, ...]
+    positions: tuple[int, ...] | None
+    padding_length: int | None
+
+
+def packed_row(documents: Sequence[Sequence[int]], padding: int, pad_token_id: int = 0) -> Row:
+    """A row holding ``documents`` back to back, then ``padding`` pad tokens; positions
+    restart at 0 for every document and for the pad tail (as ``pack_flat`` does)."""
+    tokens: list[int] = []
+    positions: list[int] = []
+    for document in documents:
+        tokens.extend(document)
+        positions.extend(range(len(document)))
+    tokens.extend([pad_token_id] * padding)
+    positions.extend(range(padding))
+    return Row(tuple(tokens), tuple(positions), padding)
+
+
+def sample_batch(rows: Sequence[Row]) -> SampleBatch:
+    """A real ``zephon.SampleBatch`` holding ``rows`` (``positions=None`` omits the field,
+    ``padding_length=None`` omits the packing metadata, as for unpacked records)."""
+    records = []
+    for index, row in enumerate(rows):
+        payload: dict = {"input_ids": list(row.tokens)}
+        if row.positions is not None:
+            payload["positions"] = np.asarray(row.positions, dtype=np.int32)
+        tags = {}
+        if row.padding_length is not None:
+            real = len(row.tokens) - row.padding_length
+            tags["_packing_metadata"] = {
+                "num_sequences": sum(1 for p in (row.positions or (0,))[:real] if p == 0),
+                "total_length": real,
+                "packing_efficiency": real / len(row.tokens) if row.tokens else 0.0,
+                "padding_length": row.padding_length,
+            }
+        meta = SampleMeta(
+            sample_id=(0, 0, index),
+            lane_id=0,
+            chunk_id=0,
+            chunk_offset=index,
+            component_token_counts={0: len(row.tokens)},
+            tags=tags,
+        )
+        records.append(SampleRecord(meta=meta, payload=payload))
+    return SampleBatch(records=tuple(records))
+
+
+def describe_rows(rows: Sequence[Row]) -> str:
+    """The rows as a reproducible Python literal, for failure messages."""
+    return "[" + ", ".join(
+        f"Row(tokens={list(r.tokens)}, positions={None if r.positions is None else list(r.positions)}, "
+        f"padding_length={r.padding_length})"
+        for r in rows
+    ) + "]"
+
+
+def rows_of(batch: SampleBatch) -> list[Row]:
+    """The unshifted rows of a real ``SampleBatch`` (e.g. from a Zephon pipeline)."""
+    rows = []
+    for record in batch.records:
+        positions = record.payload.get("positions")
+        rows.append(
+            Row(
+                tokens=tuple(int(t) for t in record.payload["input_ids"]),
+                positions=None if positions is None else tuple(int(p) for p in positions),
+                padding_length=record.meta.padding_length,
+            )
+        )
+    return rows

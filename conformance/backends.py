@@ -1,0 +1,124 @@
+"""Resolving the backend under test and its capability declarations.
+
+A backend is any object (usually a module) that exposes the contract's public names
+(``convert_text_batch``, ``build_packed_sequence_metadata``, ...). It is chosen with
+``pytest conformance --backend=NAME`` where NAME is a built-in name (``reference``) or a
+``module:attribute`` path (``module`` alone means the module itself).
+
+A backend declares what it implements in ``BATCHSPEC_CAPABILITIES`` (an iterable of the names
+in ``CAPABILITIES``). A backend without a declaration is assumed to implement a capability
+when it exposes every name that capability needs. A test that needs an undeclared capability
+is reported as *not supported* (a skip whose reason starts with ``NOT SUPPORTED``), never as a
+pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["BUILTIN_BACKENDS", "CAPABILITIES", "Backend", "BackendError", "load_backend"]
+
+# capability -> (what it covers, the public names a backend must expose for it)
+CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "contract_types": (
+        "BatchOutputFormat / PackedMaskType values, DEFAULT_PACKED_SEQUENCE_CONTRACT, contract validation",
+        ("DEFAULT_PACKED_SEQUENCE_CONTRACT", "require_supported_packing_contract"),
+    ),
+    "unpad_data": ("get_unpad_data", ("get_unpad_data",)),
+    "packed_metadata": ("build_packed_sequence_metadata", ("build_packed_sequence_metadata",)),
+    "adapt_model_inputs": ("adapt_model_inputs", ("adapt_model_inputs",)),
+    "convert_text_batch": (
+        "convert_text_batch, batched output on packed rows",
+        ("convert_text_batch",),
+    ),
+    "zephon_loader": ("ZephonDataLoader iteration and close", ("ZephonDataLoader",)),
+    # Declared by backends that implement the next SPEC revision; no reference support yet.
+    "xdoc": ("allow_cross_document_attention=True / enable_xdoc_attention", ("enable_xdoc_attention",)),
+    "thd": ('output_format="thd"', ("convert_text_batch",)),
+    "unpacked": ("pad_to_length / pad_token_id", ("convert_text_batch",)),
+}
+
+# built-in name -> import path
+BUILTIN_BACKENDS: dict[str, str] = {"reference": "reference"}
+
+
+class BackendError(Exception):
+    """A backend could not be resolved or declares something unknown."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The backend under test: its name, version, implementation object and capabilities."""
+
+    name: str
+    version: str
+    impl: Any
+    capabilities: frozenset[str]
+    declared: bool  # True when the backend declared its capabilities itself
+
+    def supports(self, capability: str) -> bool:
+        """Whether the backend implements ``capability`` (a key of ``CAPABILITIES``)."""
+        if capability not in CAPABILITIES:
+            raise BackendError(f"unknown capability {capability!r}; known: {sorted(CAPABILITIES)}")
+        return capability in self.capabilities
+
+    def __getattr__(self, name: str) -> Any:
+        # Contract names resolve on the implementation: backend.convert_text_batch(...).
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(self.impl, name)
+        except AttributeError:
+            raise AttributeError(f"backend {self.name!r} has no attribute {name!r}") from None
+
+
+def _import_target(spec: str) -> Any:
+    module_name, _, attribute = spec.partition(":")
+    module = importlib.import_module(module_name)
+    if not attribute:
+        return module
+    target: Any = module
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def load_backend(spec: str) -> Backend:
+    """Resolve ``--backend`` to a ``Backend``.
+
+    Raises:
+        BackendError: an unknown built-in name (the message lists the known ones and the
+            ``module:attribute`` form), an import failure, or an unknown declared capability.
+    """
+    if spec in BUILTIN_BACKENDS:
+        path = BUILTIN_BACKENDS[spec]
+    elif ":" in spec or "." in spec:
+        path = spec
+    else:
+        raise BackendError(
+            f"unknown backend {spec!r}; known backends: {sorted(BUILTIN_BACKENDS)}, "
+            "or a 'module:attribute' path to an object exposing the contract's names"
+        )
+    try:
+        impl = _import_target(path)
+    except (ImportError, AttributeError) as error:
+        raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
+
+    declared = getattr(impl, "BATCHSPEC_CAPABILITIES", None)
+    if declared is None:
+        capabilities = frozenset(
+            name
+            for name, (_, needed) in CAPABILITIES.items()
+            if name not in {"xdoc", "thd", "unpacked"} and all(hasattr(impl, n) for n in needed)
+        )
+    else:
+        capabilities = frozenset(declared)
+        unknown = capabilities - set(CAPABILITIES)
+        if unknown:
+            raise BackendError(
+                f"backend {spec!r} declares unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}"
+            )
+    version = str(getattr(impl, "__version__", "unknown"))
+    return Backend(name=spec, version=version, impl=impl, capabilities=capabilities, declared=declared is not None)

@@ -1,0 +1,164 @@
+"""pytest wiring of the conformance suite: ``--backend``, the run header, clause markers,
+capability checks, and the clause-by-clause report.
+
+Run it with ``pytest conformance --backend=NAME [--clause-report=PATH]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from conformance.backends import CAPABILITIES, Backend, BackendError, load_backend
+
+SPEC_PATH = Path(__file__).resolve().parents[1] / "SPEC.md"
+CLAUSE_PATTERN = re.compile(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)")
+NOT_SUPPORTED = "NOT SUPPORTED"
+
+settings.register_profile(
+    "batchspec",
+    max_examples=int(os.environ.get("BATCHSPEC_MAX_EXAMPLES", "60")),
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec"))
+
+
+def spec_clauses(path: Path = SPEC_PATH) -> dict[str, str]:
+    """Clause id -> level ("MUST" or "SHOULD"), parsed from SPEC.md's ``**[id]** LEVEL`` marks."""
+    return {m.group(1): m.group(2) for m in CLAUSE_PATTERN.finditer(path.read_text(encoding="utf-8"))}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("batchspec")
+    group.addoption(
+        "--backend",
+        default="reference",
+        help="backend under test: a built-in name (reference) or a module:attribute path (default: reference)",
+    )
+    group.addoption(
+        "--clause-report",
+        default=None,
+        metavar="PATH",
+        help="write a JSON report of outcomes per SPEC clause to PATH",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        config._batchspec_backend = load_backend(config.getoption("--backend"))
+    except BackendError as error:
+        raise pytest.UsageError(str(error)) from None
+    config._batchspec_outcomes = defaultdict(list)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    backend: Backend = config._batchspec_backend
+    missing = sorted(set(CAPABILITIES) - backend.capabilities)
+    how = "declared" if backend.declared else "inferred from its attributes"
+    return [
+        f"batchspec conformance: backend={backend.name} version={backend.version} spec={SPEC_PATH.name}",
+        f"  capabilities ({how}): {', '.join(sorted(backend.capabilities)) or 'none'}",
+        f"  not supported: {', '.join(missing) or 'none'}",
+    ]
+
+
+@pytest.fixture(scope="session")
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """The backend under test; conformance tests reach the code under test only through it."""
+    return request.config._batchspec_backend
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    known = spec_clauses() if SPEC_PATH.exists() else None
+    problems = []
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if not Path(str(item.path)).resolve().is_relative_to(here):
+            continue
+        ids = [cid for mark in item.iter_markers("clause") for cid in mark.args]
+        if not ids:
+            problems.append(f"{item.nodeid}: no @pytest.mark.clause(...)")
+        elif known is not None:
+            problems.extend(f"{item.nodeid}: unknown clause {cid!r}" for cid in ids if cid not in known)
+        for mark in item.iter_markers("requires"):
+            problems.extend(
+                f"{item.nodeid}: unknown capability {cap!r}" for cap in mark.args if cap not in CAPABILITIES
+            )
+    if problems:
+        raise pytest.UsageError("conformance tests must cite known SPEC clauses:\n  " + "\n  ".join(problems))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    backend: Backend = item.config._batchspec_backend
+    for mark in item.iter_markers("requires"):
+        for capability in mark.args:
+            if not backend.supports(capability):
+                pytest.skip(
+                    f"{NOT_SUPPORTED}: backend {backend.name!r} does not declare capability "
+                    f"{capability!r} ({CAPABILITIES[capability][0]})"
+                )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    backend: Backend = item.config._batchspec_backend
+    if report.failed:
+        report.sections.append(
+            ("batchspec", f"reproduce with: pytest '{item.nodeid}' --backend={backend.name}")
+        )
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        outcome = report.outcome
+        if report.skipped and NOT_SUPPORTED in str(report.longrepr):
+            outcome = "not supported"
+        for mark in item.iter_markers("clause"):
+            for clause in mark.args:
+                item.config._batchspec_outcomes[clause].append((item.nodeid, outcome))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    outcomes: dict[str, list[tuple[str, str]]] = config._batchspec_outcomes
+    if not outcomes:
+        return
+    backend: Backend = config._batchspec_backend
+    known = spec_clauses() if SPEC_PATH.exists() else {}
+    rows = []
+    for clause in sorted(outcomes):
+        counts = defaultdict(int)
+        for _, outcome in outcomes[clause]:
+            counts[outcome] += 1
+        status = "FAIL" if counts.get("failed") else ("pass" if counts.get("passed") else "not supported")
+        rows.append((clause, known.get(clause, "?"), status, dict(counts)))
+    terminalreporter.section(f"batchspec clauses: backend {backend.name} {backend.version}")
+    for clause, level, status, counts in rows:
+        detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        terminalreporter.write_line(f"{status:>13}  {level:<6} {clause:<32} ({detail})")
+    untested = sorted(c for c, level in known.items() if level == "MUST" and c not in outcomes)
+    if untested:
+        terminalreporter.write_line(f"MUST clauses with no test in this run: {', '.join(untested)}")
+    path = config.getoption("--clause-report")
+    if path:
+        report = {
+            "backend": backend.name,
+            "version": backend.version,
+            "capabilities": sorted(backend.capabilities),
+            "clauses": {
+                clause: {"level": level, "status": status, "tests": [
+                    {"nodeid": nodeid, "outcome": outcome} for nodeid, outcome in outcomes[clause]
+                ]}
+                for clause, level, status, _ in rows
+            },
+            "untested_must_clauses": untested,
+        }
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        terminalreporter.write_line(f"clause report written to {path}")

@@ -1,0 +1,80 @@
+"""The contract types and their validation (SPEC.md §1)."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import pytest
+
+from conformance._asserts import assert_raises
+from conformance._zephon import Contract
+
+
+@pytest.mark.requires("contract_types")
+@pytest.mark.clause("types-default-contract", "types-mask-type")
+def test_default_contract_values(backend):
+    """DEFAULT_PACKED_SEQUENCE_CONTRACT is block-causal with no metadata, and immutable."""
+    default = backend.DEFAULT_PACKED_SEQUENCE_CONTRACT
+    seen = {
+        "packed_mask_type": default.packed_mask_type,
+        "return_packed_sequence_metadata": default.return_packed_sequence_metadata,
+        "return_document_ids": default.return_document_ids,
+        "max_sequence_length": default.max_sequence_length,
+    }
+    want = {
+        "packed_mask_type": "block_causal",
+        "return_packed_sequence_metadata": False,
+        "return_document_ids": False,
+        "max_sequence_length": None,
+    }
+    assert seen == want, f"DEFAULT_PACKED_SEQUENCE_CONTRACT={seen}, but should be {want} [types-default-contract]"
+    with pytest.raises((dataclasses.FrozenInstanceError, AttributeError)):
+        default.packed_mask_type = "document_ids"
+    assert default.packed_mask_type == "block_causal", "the default contract was mutated [types-default-contract]"
+    assert backend.require_supported_packing_contract(default) is None
+
+
+@pytest.mark.requires("contract_types")
+@pytest.mark.clause("types-contract", "types-mask-type", "contract-validation", "contract-metadata-flag")
+@pytest.mark.parametrize(
+    "contract",
+    [
+        Contract("block_causal", False),
+        Contract("document_ids", True),
+        Contract("document_ids", False, True, 4096),
+        SimpleNamespace(packed_mask_type="block_causal", return_packed_sequence_metadata=True),
+        SimpleNamespace(packed_mask_type="document_ids", requires_packed_sequence_metadata=False),
+    ],
+    ids=["block-causal", "document-ids-metadata", "all-fields", "structural", "legacy-flag-name"],
+)
+def test_valid_contracts_are_accepted(backend, contract):
+    """Any object with the contract's attributes is accepted, unchanged, returning None."""
+    before = dict(vars(contract)) if isinstance(contract, SimpleNamespace) else dataclasses.asdict(contract)
+    assert backend.require_supported_packing_contract(contract) is None
+    after = dict(vars(contract)) if isinstance(contract, SimpleNamespace) else dataclasses.asdict(contract)
+    assert after == before, f"the contract changed from {before} to {after} [contract-validation]"
+
+
+BAD_CONTRACTS = [
+    ("unknown-mask-type", Contract("flash_varlen"), ValueError, ("packed_mask_type", "flash_varlen")),
+    ("no-mask-type", SimpleNamespace(return_packed_sequence_metadata=False), TypeError, ("packed_mask_type",)),
+    ("no-metadata-flag", SimpleNamespace(packed_mask_type="block_causal"), TypeError,
+     ("return_packed_sequence_metadata",)),
+    ("metadata-flag-not-bool", Contract("block_causal", 1), TypeError, ("return_packed_sequence_metadata",)),
+    ("legacy-flag-not-bool", SimpleNamespace(packed_mask_type="block_causal", requires_packed_sequence_metadata="no"),
+     TypeError, ("requires_packed_sequence_metadata",)),
+    ("document-ids-flag-not-bool", Contract("block_causal", False, "yes"), TypeError, ("return_document_ids",)),
+    ("max-length-not-int", Contract("block_causal", False, False, 2.5), TypeError, ("max_sequence_length",)),
+    ("max-length-bool", Contract("block_causal", False, False, True), TypeError, ("max_sequence_length",)),
+    ("max-length-zero", Contract("block_causal", False, False, 0), ValueError, ("max_sequence_length",)),
+]
+
+
+@pytest.mark.requires("contract_types")
+@pytest.mark.clause("contract-validation", "contract-metadata-flag", "types-mask-type")
+@pytest.mark.parametrize("case", BAD_CONTRACTS, ids=[c[0] for c in BAD_CONTRACTS])
+def test_bad_contracts_are_rejected(backend, case):
+    """Each malformed contract raises the SPEC's error type, naming the attribute."""
+    _, contract, error, words = case
+    assert_raises(error, words, backend.require_supported_packing_contract, contract, clause="contract-validation")

@@ -1,0 +1,266 @@
+"""Golden cases and bad inputs for ``convert_text_batch`` (SPEC.md §3, §4).
+
+Every expected value below was written by hand from the SPEC's rules (automodel-contract.md
+§5 examples A, B, F), not produced by any implementation.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
+from conformance._zephon import Contract, Row, describe_rows, packed_row, sample_batch
+
+F, T = False, True
+
+# The shared packed batch of automodel-contract.md §5: B = 2, L = 9, S = 8, pad id 0.
+EXAMPLE_ROWS = [
+    Row(tokens=(11, 12, 13, 21, 22, 31, 32, 0, 0), positions=(0, 1, 2, 0, 1, 0, 1, 0, 1), padding_length=2),
+    Row(tokens=(41, 42, 43, 44, 45, 51, 52, 53, 0), positions=(0, 1, 2, 3, 4, 0, 1, 2, 0), padding_length=1),
+]
+EXAMPLE_IDS = [[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]
+
+# Example A's block-causal mask, written per query row: "1" = the query may attend to that key.
+EXAMPLE_A_MASK = [
+    ["1.......", "11......", "111.....", "...1....", "...11...", ".....1..", ".....11.", "........"],
+    ["1.......", "11......", "111.....", "1111....", "11111...", ".....1..", ".....11.", ".....111"],
+]
+
+
+def long(values) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.int64)
+
+
+def mask_from_strings(rows: list[list[str]]) -> torch.Tensor:
+    return torch.tensor([[[[c == "1" for c in q] for q in row]] for row in rows], dtype=torch.bool)
+
+
+def convert(backend, rows, contract=Contract(), *, ignore_index=-100, mask_segment_starts=False):
+    return backend.convert_text_batch(sample_batch(rows), contract, ignore_index, mask_segment_starts, False)
+
+
+EXAMPLE_A = {
+    "input_ids": long([[11, 12, 13, 21, 22, 31, 32, 0], [41, 42, 43, 44, 45, 51, 52, 53]]),
+    "labels": long([[12, 13, 21, 22, 31, 32, -100, -100], [42, 43, 44, 45, 51, 52, 53, -100]]),
+    "position_ids": long([[0, 1, 2, 0, 1, 0, 1, 0], [0, 1, 2, 3, 4, 0, 1, 2]]),
+    "padding_mask": torch.tensor([[F, F, F, F, F, F, F, T], [F] * 8], dtype=torch.bool),
+    "document_ids": long(EXAMPLE_IDS),
+    "attention_document_ids": long(EXAMPLE_IDS),
+    "_packed_seq_ids": long(EXAMPLE_IDS),
+    "attention_mask": mask_from_strings(EXAMPLE_A_MASK),
+}
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause(
+    "ctb-shift", "ctb-positions", "ctb-padding-labels", "ctb-padding-mask", "ctb-cross-document-targets",
+    "ctb-document-ids", "ctb-attention-ids", "batched-packed-seq-ids", "batched-block-causal", "tb-shapes",
+    "tb-dtypes",
+)
+def test_example_a_defaults(backend):
+    """Example A: defaults, block-causal contract, no metadata."""
+    out = convert(backend, EXAMPLE_ROWS)
+    assert_batch_equal(out, EXAMPLE_A, clause="example-A", call=describe_rows(EXAMPLE_ROWS))
+    for key in ("packed_token_indices", "cu_seqlens", "max_seqlen"):
+        assert key not in out, f"{key} is present, but should be absent without a metadata request [batched-metadata]"
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-segment-starts")
+def test_example_b_mask_segment_starts(backend):
+    """Example B: labels whose target starts a subdocument become ignore_index."""
+    out = convert(backend, EXAMPLE_ROWS, mask_segment_starts=True)
+    expected = dict(EXAMPLE_A)
+    expected["labels"] = long([[12, 13, -100, 22, -100, 32, -100, -100], [42, 43, 44, 45, -100, 52, 53, -100]])
+    assert_batch_equal(out, expected, clause="ctb-segment-starts", call="Example B, mask_segment_starts=True")
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("batched-document-ids-mask", "batched-metadata", "batched-packed-seq-ids", "tb-dtypes")
+def test_example_f_document_ids_mask_with_metadata(backend):
+    """Example F: a "document_ids" contract that requests the gathered-token bundle."""
+    contract = Contract(packed_mask_type="document_ids", return_packed_sequence_metadata=True)
+    out = convert(backend, EXAMPLE_ROWS, contract)
+    expected = dict(EXAMPLE_A)
+    expected["attention_mask"] = long(EXAMPLE_IDS)
+    expected["packed_token_indices"] = long([[0, 1, 2, 3, 4, 5, 6, -1], [0, 1, 2, 3, 4, 5, 6, 7]])
+    expected["cu_seqlens"] = torch.tensor([[0, 3, 5, 7], [0, 5, 8, -1]], dtype=torch.int32)
+    expected["max_seqlen"] = 5
+    assert_batch_equal(out, expected, clause="example-F", call="Example F, document_ids + metadata")
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("batched-metadata", "batched-block-causal")
+def test_block_causal_with_metadata(backend):
+    """A block-causal contract that requests metadata gets the mask and the bundle."""
+    contract = Contract(packed_mask_type="block_causal", return_packed_sequence_metadata=True)
+    out = convert(backend, EXAMPLE_ROWS, contract)
+    assert_tensor_equal("attention_mask", out["attention_mask"], EXAMPLE_A["attention_mask"], clause="batched-block-causal")
+    assert_tensor_equal(
+        "cu_seqlens", out["cu_seqlens"], torch.tensor([[0, 3, 5, 7], [0, 5, 8, -1]], dtype=torch.int32),
+        clause="batched-metadata",
+    )
+    assert out["max_seqlen"] == 5 and type(out["max_seqlen"]) is int, f"max_seqlen={out['max_seqlen']!r}, but should be int 5 [batched-metadata]"
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-ignore-index")
+@pytest.mark.parametrize("ignore_index", [-1, 7, -123456])
+def test_ignore_index_is_written_verbatim(backend, ignore_index):
+    """Masked labels hold exactly the given ignore_index, whatever its value."""
+    out = convert(backend, EXAMPLE_ROWS, ignore_index=ignore_index, mask_segment_starts=True)
+    x = ignore_index
+    expected = long([[12, 13, x, 22, x, 32, x, x], [42, 43, 44, 45, x, 52, 53, x]])
+    assert_tensor_equal("labels", out["labels"], expected, clause="ctb-ignore-index", call=f"ignore_index={x}")
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-padding-labels", "ctb-padding-mask")
+def test_pad_token_value_inside_real_text_keeps_its_label(backend):
+    """A real token equal to the pad id is not padding: padding is found by position."""
+    rows = [Row(tokens=(5, 0, 6, 0, 7, 0, 0), positions=(0, 1, 2, 3, 4, 0, 1), padding_length=2)]
+    out = convert(backend, rows)
+    assert_tensor_equal("labels", out["labels"], long([[0, 6, 0, 7, -100, -100]]), clause="ctb-padding-labels")
+    assert_tensor_equal(
+        "padding_mask", out["padding_mask"], torch.tensor([[F, F, F, F, F, T]]), clause="ctb-padding-mask"
+    )
+    assert_tensor_equal("document_ids", out["document_ids"], long([[1, 1, 1, 1, 1, 0]]), clause="ctb-document-ids")
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-positions", "ctb-document-ids", "ctb-padding-labels")
+def test_record_without_positions_or_padding_is_one_document(backend):
+    """No positions means one document (0..L-1); padding_length None means no padding."""
+    rows = [Row(tokens=(3, 4, 5, 6), positions=None, padding_length=None)]
+    out = convert(backend, rows)
+    expected = {
+        "input_ids": long([[3, 4, 5]]),
+        "labels": long([[4, 5, 6]]),
+        "position_ids": long([[0, 1, 2]]),
+        "padding_mask": torch.tensor([[F, F, F]]),
+        "document_ids": long([[1, 1, 1]]),
+    }
+    assert_batch_equal(out, expected, clause="ctb-positions", call=describe_rows(rows))
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-block-causal")
+def test_all_but_one_token_padding(backend):
+    """A row whose only real token is the first: every label is ignored, one real input."""
+    rows = [packed_row([[9]], padding=3)]  # tokens [9,0,0,0], positions [0,0,1,2]
+    out = convert(backend, rows)
+    expected = {
+        "input_ids": long([[9, 0, 0]]),
+        "labels": long([[-100, -100, -100]]),
+        "position_ids": long([[0, 0, 1]]),
+        "padding_mask": torch.tensor([[F, T, T]]),
+        "document_ids": long([[1, 0, 0]]),
+        "attention_mask": torch.tensor([[[[T, F, F], [F, F, F], [F, F, F]]]]),
+    }
+    assert_batch_equal(out, expected, clause="ctb-padding-labels", call=describe_rows(rows))
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-shift", "ctb-segment-starts", "ctb-document-ids", "tb-shapes")
+def test_single_token_sequence_many_tiny_documents(backend):
+    """S = 1 and one-token documents: [7][8] packed into L = 2."""
+    rows = [packed_row([[7], [8]], padding=0)]  # tokens [7,8], positions [0,0]
+    kept = convert(backend, rows)
+    masked = convert(backend, rows, mask_segment_starts=True)
+    assert_tensor_equal("labels", kept["labels"], long([[8]]), clause="ctb-cross-document-targets")
+    assert_tensor_equal("labels", masked["labels"], long([[-100]]), clause="ctb-segment-starts")
+    assert_tensor_equal("document_ids", kept["document_ids"], long([[1]]), clause="ctb-document-ids")
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-no-mutation")
+def test_example_input_is_not_mutated(backend):
+    """The SampleBatch's payloads and meta are unchanged, and outputs do not alias them."""
+    sb = sample_batch(EXAMPLE_ROWS)
+    before = [(copy.deepcopy(r.payload), copy.deepcopy(r.meta.tags)) for r in sb.records]
+    out = backend.convert_text_batch(sb, Contract(), -100, True, False)
+    out["input_ids"].fill_(-5)
+    out["position_ids"].fill_(-5)
+    for (payload, tags), record in zip(before, sb.records):
+        assert record.payload["input_ids"] == payload["input_ids"], "payload input_ids changed [ctb-no-mutation]"
+        assert np.array_equal(record.payload["positions"], payload["positions"]), "payload positions changed [ctb-no-mutation]"
+        assert record.payload["positions"].dtype == np.int32, "payload positions dtype changed [ctb-no-mutation]"
+        assert record.meta.tags == tags, "meta tags changed [ctb-no-mutation]"
+
+
+# ---------------------------------------------------------------- bad input ----
+
+GOOD = EXAMPLE_ROWS[0]
+ERROR_CASES = [
+    # (case id, rows, error type, words the message must contain)
+    ("empty-batch", [], ValueError, ("record",)),
+    ("one-token-row", [Row((5,), (0,), 0)], ValueError, ("record 0", "2")),
+    ("ragged-rows", [GOOD, Row((1, 2, 3), (0, 1, 2), 0)], ValueError, ("length", "9", "3")),
+    ("positions-too-short", [Row((1, 2, 3), (0, 1), 0)], ValueError, ("record 0", "positions")),
+    ("positions-not-starting-at-0", [Row((1, 2, 3), (1, 2, 3), 0)], ValueError, ("record 0", "positions")),
+    ("negative-position", [Row((1, 2, 3), (0, -1, 0), 0)], ValueError, ("record 0", "positions")),
+    ("no-real-token", [GOOD, Row((0,) * 9, tuple(range(9)), 9)], ValueError, ("record 1", "padding_length")),
+    ("padding-longer-than-row", [Row((1, 2, 3), (0, 1, 2), 4)], ValueError, ("record 0", "padding_length")),
+    ("negative-padding", [Row((1, 2, 3), (0, 1, 2), -1)], ValueError, ("record 0", "padding_length")),
+]
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-input-errors")
+@pytest.mark.parametrize("case", ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_bad_rows_are_rejected(backend, case):
+    """Malformed SampleBatches raise the SPEC's error, naming the record and field."""
+    _, rows, error, words = case
+    assert_raises(
+        error, words, backend.convert_text_batch, sample_batch(rows), Contract(), -100, False, False,
+        clause="ctb-input-errors",
+    )
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-input-errors")
+def test_non_integer_tokens_and_missing_token_field_are_rejected(backend):
+    """Float tokens raise TypeError; a payload with no token field raises ValueError."""
+    sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0)])
+    sb.records[0].payload["input_ids"] = [1.5, 2.0, 3.0]
+    assert_raises(TypeError, ("input_ids",), backend.convert_text_batch, sb, Contract(), -100, False, False,
+                  clause="ctb-input-errors")
+    sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0)])
+    sb.records[0].payload["text"] = sb.records[0].payload.pop("input_ids")
+    assert_raises(ValueError, ("input_ids", "tokens"), backend.convert_text_batch, sb, Contract(), -100, False,
+                  False, clause="ctb-token-field")
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-input-errors")
+def test_not_a_sample_batch_is_rejected(backend):
+    """A plain list is not a SampleBatch."""
+    assert_raises(TypeError, ("sample_batch",), backend.convert_text_batch, [[1, 2, 3]], Contract(), -100, False,
+                  False, clause="ctb-input-errors")
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-token-field")
+@pytest.mark.parametrize("field", ["tokens", "token_ids", "ids"])
+def test_token_field_detection(backend, field):
+    """Offline exports may name the token field tokens/token_ids/ids, like Zephon detects."""
+    sb = sample_batch([Row((4, 5, 6), (0, 1, 0), 0)])
+    sb.records[0].payload[field] = sb.records[0].payload.pop("input_ids")
+    out = backend.convert_text_batch(sb, Contract(), -100, False, False)
+    assert_tensor_equal("input_ids", out["input_ids"], long([[4, 5]]), clause="ctb-token-field", call=field)
+    assert_tensor_equal("labels", out["labels"], long([[5, 6]]), clause="ctb-token-field", call=field)
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("types-output-format")
+@pytest.mark.parametrize("output_format", ["BSHD", "", None, "Batched"])
+def test_unknown_output_format_is_rejected(backend, output_format):
+    """Only "batched" and "thd" are output formats."""
+    assert_raises(
+        ValueError, ("output_format", repr(output_format)), backend.convert_text_batch, sample_batch(EXAMPLE_ROWS),
+        Contract(), -100, False, False, output_format, clause="types-output-format",
+    )

@@ -1,0 +1,239 @@
+"""Property tests of the contract's invariants (research notes I1-I7) on generated inputs.
+
+Inputs come from ``conformance._strategies``; expected values are computed in plain Python
+(``conformance._invariants``) or, for the differential test only, by ``reference``. The code
+under test is reached only through the ``backend`` fixture.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference
+from conformance import _strategies as cs
+from conformance._asserts import assert_batch_equal, assert_tensor_equal
+from conformance._invariants import check_converted_batch, expected_packed_metadata, expected_unpad_data
+from conformance._zephon import describe_rows, sample_batch
+
+
+def _call(case: cs.PackedBatch) -> str:
+    """A runnable description of one ``convert_text_batch`` call on drawn rows."""
+    return (
+        f"convert_text_batch(sample_batch({describe_rows(case.rows)}), {case.contract!r}, "
+        f"ignore_index={case.ignore_index}, mask_segment_starts={case.mask_segment_starts}, "
+        "allow_cross_document_attention=False)"
+    )
+
+
+@pytest.mark.clause(
+    "tb-shapes", "tb-dtypes", "ctb-shift", "ctb-positions", "ctb-padding-labels", "ctb-padding-mask",
+    "ctb-cross-document-targets", "ctb-segment-starts", "ctb-document-ids", "ctb-attention-ids",
+    "ctb-ignore-index", "batched-packed-seq-ids", "batched-block-causal", "batched-document-ids-mask",
+    "batched-metadata",
+)
+@pytest.mark.requires("convert_text_batch")
+@given(data=st.data())
+def test_converted_batch_invariants(backend, data):
+    case = data.draw(cs.packed_batches(), label="case")
+    out = backend.convert_text_batch(
+        sample_batch(case.rows), case.contract, case.ignore_index, case.mask_segment_starts, False
+    )
+    check_converted_batch(
+        out, case.rows, ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts,
+        contract=case.contract, call=_call(case),
+    )
+
+
+def _payload_form(batch, form: str):
+    """Rewrite the payloads of a fresh ``sample_batch`` as numpy int64 arrays or int64 tensors
+    (``"lists"`` keeps ``pack_flat``'s list + int32 positions), so that a backend that aliases
+    its input would share storage with it."""
+    for record in batch.records:
+        for key in list(record.payload):
+            if form == "numpy":
+                record.payload[key] = np.asarray(record.payload[key], dtype=np.int64)
+            elif form == "tensor":
+                record.payload[key] = torch.as_tensor(np.asarray(record.payload[key]), dtype=torch.int64)
+    return batch
+
+
+def _snapshot(value):
+    """A deep copy that compares by value: arrays and tensors become lists."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.dtype, value.tolist())
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.tolist())
+    if isinstance(value, dict):
+        return {key: _snapshot(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_snapshot(v) for v in value])
+    return copy.deepcopy(value)
+
+
+def _batch_state(batch):
+    """Identity and value snapshot of a ``SampleBatch``: records, payloads, meta."""
+    return {
+        "records": batch.records,
+        "record_ids": [id(record) for record in batch.records],
+        "payload_ids": [id(record.payload) for record in batch.records],
+        "value_ids": [{key: id(v) for key, v in record.payload.items()} for record in batch.records],
+        "payloads": [_snapshot(record.payload) for record in batch.records],
+        "meta_ids": [id(record.meta) for record in batch.records],
+        "metas": [copy.deepcopy(record.meta) for record in batch.records],
+    }
+
+
+def _assert_unchanged(before, batch, *, what: str, call: str) -> None:
+    __tracebackhide__ = True
+    after = _batch_state(batch)
+    for key in before:
+        if key == "records":
+            same = after[key] is before[key]
+        else:
+            same = after[key] == before[key]
+        if not same:
+            raise AssertionError(
+                f"sample_batch {key} changed {what}: {after[key]!r}, but should be {before[key]!r} "
+                f"[ctb-no-mutation: {call}]"
+            )
+
+
+@pytest.mark.clause("ctb-no-mutation")
+@pytest.mark.requires("convert_text_batch")
+@given(data=st.data())
+def test_convert_text_batch_does_not_mutate_input(backend, data):
+    case = data.draw(cs.packed_batches(), label="case")
+    form = data.draw(st.sampled_from(("lists", "numpy", "tensor")), label="payload_form")
+    call = f"{_call(case)} with payloads as {form}"
+    batch = _payload_form(sample_batch(case.rows), form)
+    before = _batch_state(batch)
+
+    out = backend.convert_text_batch(batch, case.contract, case.ignore_index, case.mask_segment_starts, False)
+    _assert_unchanged(before, batch, what="by the call", call=call)
+
+    # The outputs share no storage with the input: overwrite them all in place.
+    for value in out.values():
+        if isinstance(value, torch.Tensor):
+            value.fill_(True if value.dtype == torch.bool else -12345)
+    _assert_unchanged(before, batch, what="after overwriting the returned tensors in place", call=call)
+
+
+@pytest.mark.clause(
+    "tb-shapes", "tb-dtypes", "ctb-token-field", "ctb-shift", "ctb-positions", "ctb-padding-labels",
+    "ctb-padding-mask", "ctb-cross-document-targets", "ctb-segment-starts", "ctb-document-ids",
+    "ctb-attention-ids", "ctb-ignore-index", "batched-packed-seq-ids", "batched-block-causal",
+    "batched-document-ids-mask", "batched-metadata",
+)
+@pytest.mark.requires("convert_text_batch")
+@given(data=st.data())
+def test_convert_text_batch_matches_reference(backend, data):
+    case = data.draw(cs.packed_batches(), label="case")
+    call = _call(case)
+    args = (case.contract, case.ignore_index, case.mask_segment_starts, False)
+    out = backend.convert_text_batch(sample_batch(case.rows), *args)
+    expected = reference.convert_text_batch(sample_batch(case.rows), *args)
+    if sorted(out) != sorted(expected):
+        raise AssertionError(
+            f"keys {sorted(out)}, but should be {sorted(expected)} (reference) [batched-metadata: {call}]"
+        )
+    assert_batch_equal(out, expected, clause="differential vs reference", call=call)
+
+
+@pytest.mark.clause("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")
+@pytest.mark.requires("packed_metadata")
+@given(data=st.data())
+def test_packed_metadata_invariants(backend, data):
+    mask = data.draw(cs.id_masks(), label="mask")
+    call = f"build_packed_sequence_metadata(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
+    original = mask.clone()
+    out = backend.build_packed_sequence_metadata(mask)
+    want = expected_packed_metadata(mask.to(torch.int64).tolist())
+    assert_tensor_equal("packed_token_indices", out["packed_token_indices"], want["packed_token_indices"], clause="meta-indices", call=call)
+    assert_tensor_equal("cu_seqlens", out["cu_seqlens"], want["cu_seqlens"], clause="meta-cu-seqlens", call=call)
+    max_seqlen = out["max_seqlen"]
+    if type(max_seqlen) is not int or max_seqlen != want["max_seqlen"]:
+        raise AssertionError(
+            f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want['max_seqlen']} "
+            f"[meta-max-seqlen: {call}]"
+        )
+    assert_tensor_equal("mask (input, after the call)", mask, original, clause="meta-indices", call=call)
+
+
+@pytest.mark.clause("unpad-binary", "unpad-indexed", "unpad-outputs")
+@pytest.mark.requires("unpad_data")
+@given(data=st.data())
+def test_unpad_data_invariants(backend, data):
+    mask = data.draw(cs.id_masks(), label="mask")
+    call = f"get_unpad_data(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
+    binary = mask.dtype == torch.bool or int(mask.max()) <= 1
+    clause = "unpad-outputs, " + ("unpad-binary" if binary else "unpad-indexed")
+    out = backend.get_unpad_data(mask)
+    if not isinstance(out, tuple) or len(out) != 3:
+        raise AssertionError(f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]")
+    indices, cu_seqlens, max_seqlen = out
+    want_indices, want_cu, want_max = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary)
+    assert_tensor_equal("indices", indices, want_indices, clause="unpad-outputs", call=call)
+    assert_tensor_equal("cu_seqlens", cu_seqlens, want_cu, clause=clause, call=call)
+    if type(max_seqlen) is not int or max_seqlen != want_max:
+        raise AssertionError(
+            f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want_max} [{clause}: {call}]"
+        )
+
+
+@st.composite
+def _adapt_inputs(draw):
+    """Random int64 ``document_ids`` (any ids >= 0, not renumbered) and optional eligibility."""
+    batch_size = draw(st.integers(1, cs.MAX_BATCH), label="B")
+    sequence_length = draw(st.integers(1, cs.MAX_LEN), label="S")
+    cell = st.integers(0, 6)
+    ids = draw(st.lists(st.lists(cell, min_size=sequence_length, max_size=sequence_length),
+                        min_size=batch_size, max_size=batch_size), label="document_ids")
+    eligible = draw(st.none() | st.lists(st.lists(st.booleans(), min_size=sequence_length, max_size=sequence_length),
+                                         min_size=batch_size, max_size=batch_size), label="attention_eligibility")
+    return ids, eligible
+
+
+@pytest.mark.clause("adapt-attention-ids", "adapt-no-mutation")
+@pytest.mark.requires("adapt_model_inputs")
+@given(data=st.data())
+def test_adapt_model_inputs_invariants(backend, data):
+    ids, eligible = data.draw(_adapt_inputs(), label="inputs")
+    call = f"adapt_model_inputs({{'document_ids': torch.tensor({ids}), ...}}, attention_eligibility={eligible})"
+    document_ids = torch.tensor(ids, dtype=torch.int64)
+    batch = {
+        "document_ids": document_ids,
+        "input_ids": torch.arange(document_ids.numel(), dtype=torch.int64).reshape(document_ids.shape),
+        "padding_mask": document_ids == 0,
+    }
+    eligibility = None if eligible is None else torch.tensor(eligible, dtype=torch.bool)
+    entries = dict(batch)
+    clones = {key: value.clone() for key, value in batch.items()}
+    eligibility_clone = None if eligibility is None else eligibility.clone()
+
+    result = backend.adapt_model_inputs(batch, eligibility) if eligibility is not None else backend.adapt_model_inputs(batch)
+
+    if result is not batch:
+        raise AssertionError(f"returned {type(result).__name__} id {id(result)}, but should return the same mapping [adapt-attention-ids: {call}]")
+    expected = [
+        [ids[b][i] if eligible is None or eligible[b][i] else 0 for i in range(len(ids[b]))] for b in range(len(ids))
+    ]
+    assert_tensor_equal("attention_document_ids", result.get("attention_document_ids"),
+                        torch.tensor(expected, dtype=torch.int64), clause="adapt-attention-ids", call=call)
+    if result["attention_document_ids"].untyped_storage().data_ptr() == document_ids.untyped_storage().data_ptr():
+        raise AssertionError(f"attention_document_ids shares storage with document_ids, but should be new [adapt-attention-ids: {call}]")
+
+    # Only an entry is added; every tensor that was there is the same object, unmodified.
+    if sorted(result) != sorted([*entries, "attention_document_ids"]):
+        raise AssertionError(f"keys {sorted(result)}, but should be {sorted([*entries, 'attention_document_ids'])} [adapt-no-mutation: {call}]")
+    for key, value in entries.items():
+        if result[key] is not value:
+            raise AssertionError(f"batch[{key!r}] was replaced, but should be the same tensor [adapt-no-mutation: {call}]")
+        assert_tensor_equal(f"batch[{key!r}] (after the call)", value, clones[key], clause="adapt-no-mutation", call=call)
+    if eligibility is not None:
+        assert_tensor_equal("attention_eligibility (after the call)", eligibility, eligibility_clone, clause="adapt-no-mutation", call=call)

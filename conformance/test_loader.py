@@ -1,0 +1,168 @@
+"""``ZephonDataLoader`` iteration and ``close`` (SPEC.md §6)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+
+import pytest
+
+from conformance._asserts import assert_raises
+from conformance._pipelines import corpus_pipeline
+from conformance._zephon import Contract, packed_row, sample_batch
+
+
+class RecordingPipeline:
+    """A stand-in pipeline that records how the loader drives it."""
+
+    def __init__(self, batches, fail_at=None):
+        self.batches = list(batches)
+        self.fail_at = fail_at
+        self.iter_calls = 0
+        self.closed = 0
+        self.taken = 0
+
+    def __iter__(self):
+        self.iter_calls += 1
+        return self._stream()
+
+    def _stream(self):
+        try:
+            for index, batch in enumerate(self.batches):
+                if index == self.fail_at:
+                    raise RuntimeError("pipeline worker failed")
+                self.taken += 1
+                yield batch
+        finally:
+            self.closed += 1
+
+
+def three_batches():
+    return [sample_batch([packed_row([[10 + k, 11 + k], [12 + k]], padding=1)]) for k in range(3)]
+
+
+def identity_convert(sample_batch):
+    return {"sample_batch": sample_batch}
+
+
+@pytest.mark.requires("zephon_loader")
+@pytest.mark.clause("loader-construct-lazy", "loader-construct-validates")
+def test_construction_does_not_start_the_pipeline(backend):
+    """Building the loader never calls iter(pipeline); packing_contract is keyword-only."""
+    pipeline = RecordingPipeline(three_batches())
+    backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
+    assert pipeline.iter_calls == 0, f"iter(pipeline) called {pipeline.iter_calls} time(s) at construction, but should be 0 [loader-construct-lazy]"
+    with pytest.raises(TypeError):
+        backend.ZephonDataLoader(pipeline, identity_convert, "batched", Contract())
+    assert pipeline.iter_calls == 0
+
+
+@pytest.mark.requires("zephon_loader")
+@pytest.mark.clause("loader-construct-validates", "types-output-format", "contract-validation")
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"packing_contract": Contract("flash_varlen")}, ValueError, ("packed_mask_type",)),
+        ({"packing_contract": Contract("block_causal", "yes")}, TypeError, ("return_packed_sequence_metadata",)),
+        ({"packing_contract": Contract(), "output_format": "bshd"}, ValueError, ("output_format", "bshd")),
+    ],
+    ids=["bad-mask-type", "bad-metadata-flag", "bad-output-format"],
+)
+def test_construction_validates_contract_and_format(backend, kwargs, error, words):
+    """A bad contract or output format is rejected once, at construction."""
+    pipeline = RecordingPipeline(three_batches())
+    assert_raises(error, words, backend.ZephonDataLoader, pipeline, identity_convert, clause="loader-construct-validates", **kwargs)
+    assert pipeline.iter_calls == 0
+
+
+@pytest.mark.requires("zephon_loader")
+@pytest.mark.clause("loader-construct-validates")
+def test_convert_batch_must_be_callable(backend):
+    """A convert_batch that cannot be called is a TypeError at construction."""
+    assert_raises(TypeError, ("convert_batch",), backend.ZephonDataLoader, RecordingPipeline([]), "not callable",
+                  packing_contract=Contract(), clause="loader-construct-validates")
+
+
+@pytest.mark.requires("zephon_loader")
+@pytest.mark.clause("loader-iter-self", "loader-next", "loader-exhaustion")
+def test_iteration_yields_converted_batches_then_stops_for_good(backend):
+    """One owned stream, in order, each batch converted; exhaustion closes and stays stopped."""
+    batches = three_batches()
+    pipeline = RecordingPipeline(batches)
+    seen = []
+    loader = backend.ZephonDataLoader(pipeline, lambda sb: seen.append(sb) or {"n": len(seen)}, packing_contract=Contract())
+    assert iter(loader) is loader, "iter(loader) must return the loader itself [loader-iter-self]"
+    out = [next(loader), next(iter(loader)), next(loader)]
+    assert out == [{"n": 1}, {"n": 2}, {"n": 3}], f"yielded {out}, but should be the convert_batch results in order [loader-next]"
+    assert seen == batches, "convert_batch must receive the stream's SampleBatches in order [loader-next]"
+    assert pipeline.iter_calls == 1, f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-iter-self]"
+    for _ in range(3):
+        with pytest.raises(StopIteration):
+            next(loader)
+    assert pipeline.closed == 1, f"stream closed {pipeline.closed} times after exhaustion, but should be 1 [loader-exhaustion]"
+    assert pipeline.iter_calls == 1, "exhaustion must not restart the stream [loader-exhaustion]"
+
+
+@pytest.mark.requires("zephon_loader")
+@pytest.mark.clause("loader-close")
+def test_close_is_idempotent_and_stops_iteration(backend):
+    """close() releases the stream once; later next() raises StopIteration without restarting."""
+    pipeline = RecordingPipeline(three_batches())
+    loader = backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
+    next(loader)
+    loader.close()
+    loader.close()
+    assert pipeline.closed == 1, f"stream closed {pipeline.closed} times, but should be 1 [loader-close]"
+    with pytest.raises(StopIteration):
+        next(loader)
+    assert pipeline.iter_calls == 1 and pipeline.taken == 1, "next() after close() must not restart the stream [loader-close]"
+    fresh = backend.ZephonDataLoader(RecordingPipeline(three_batches()), identity_convert, packing_contract=Contract())
+    fresh.close()  # closing a never-started loader is allowed
+
+
+@pytest.mark.requires("zephon_loader")
+@pytest.mark.clause("loader-failure-closes")
+def test_pipeline_or_conversion_failure_closes_the_loader(backend):
+    """The original exception propagates and the stream is released."""
+    pipeline = RecordingPipeline(three_batches(), fail_at=1)
+    loader = backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
+    next(loader)
+    with pytest.raises(RuntimeError, match="pipeline worker failed"):
+        next(loader)
+    assert pipeline.closed == 1, "a pipeline failure must close the stream [loader-failure-closes]"
+    with pytest.raises(StopIteration):
+        next(loader)
+
+    def broken_convert(sample_batch):
+        raise ValueError("conversion failed")
+
+    pipeline = RecordingPipeline(three_batches())
+    loader = backend.ZephonDataLoader(pipeline, broken_convert, packing_contract=Contract())
+    with pytest.raises(ValueError, match="conversion failed"):
+        next(loader)
+    assert pipeline.closed == 1, "a convert_batch failure must close the stream [loader-failure-closes]"
+
+
+@pytest.mark.requires("zephon_loader", "convert_text_batch")
+@pytest.mark.clause("loader-close", "loader-next")
+def test_close_releases_real_zephon_workers(backend, tmp_path):
+    """With Zephon's threads runner, close() brings the thread count back to its baseline."""
+    baseline = threading.active_count()
+    pipeline = corpus_pipeline(tmp_path, seq_len=128, batch_size=2, runner="threads", exhausted_policy="repeat")
+    convert = functools.partial(
+        backend.convert_text_batch, packing_contract=Contract(), ignore_index=-100,
+        mask_segment_starts=False, allow_cross_document_attention=False,
+    )
+    loader = backend.ZephonDataLoader(pipeline, convert, packing_contract=Contract())
+    batch = next(loader)
+    assert tuple(batch["input_ids"].shape) == (2, 128), f"input_ids.shape={tuple(batch['input_ids'].shape)}, but should be (2, 128) [loader-next]"
+    assert threading.active_count() > baseline, "# sanity check: the threads runner should have started workers"
+    loader.close()
+    deadline = time.monotonic() + 10
+    while threading.active_count() > baseline and time.monotonic() < deadline:
+        time.sleep(0.05)
+    leftover = [t.name for t in threading.enumerate()][baseline:]
+    assert threading.active_count() <= baseline, f"{threading.active_count() - baseline} worker thread(s) still alive after close(): {leftover} [loader-close]"
+    with pytest.raises(StopIteration):
+        next(loader)

@@ -1,0 +1,8 @@
+"""A backend that implements only ``get_unpad_data`` and declares nothing: the suite must
+infer its capabilities and report every other test as not supported."""
+
+from types import SimpleNamespace
+
+import reference
+
+BACKEND = SimpleNamespace(get_unpad_data=reference.get_unpad_data, __version__="partial-0")

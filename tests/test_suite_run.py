@@ -1,0 +1,81 @@
+"""The conformance suite itself: it runs green against the reference, covers every MUST
+clause, reports unsupported capabilities, and rejects unknown backends helpfully."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from _suite import ROOT, run_conformance
+
+from conformance.conftest import spec_clauses
+
+
+def outcome(testcase) -> str:
+    for child in testcase:
+        if child.tag in {"failure", "error"}:
+            return "failed"
+        if child.tag == "skipped":
+            return "skipped"
+    return "passed"
+
+
+def test_reference_passes_the_whole_suite(reference_run):
+    assert reference_run.returncode == 0, reference_run.output[-5000:]
+    outcomes = [outcome(t) for t in reference_run.testcases]
+    assert outcomes.count("failed") == 0
+    assert outcomes.count("skipped") == 0, "the reference declares every capability the suite tests"
+    assert outcomes.count("passed") >= 30, f"only {outcomes.count('passed')} conformance tests passed"
+
+
+def test_run_header_names_the_backend_and_version(reference_run):
+    assert "batchspec conformance: backend=reference version=0.1.0" in reference_run.output
+
+
+def test_real_data_scenario_ran_and_passed(reference_run):
+    real = [t for t in reference_run.testcases if "test_real_data" in t.get("classname", "")]
+    assert len(real) >= 1 and all(outcome(t) == "passed" for t in real), [t.get("name") for t in real]
+
+
+def test_every_must_clause_is_checked_by_a_passing_test(reference_run):
+    clauses = spec_clauses()
+    must = {cid for cid, level in clauses.items() if level == "MUST"}
+    report = reference_run.clause_report["clauses"]
+    untested = sorted(must - set(report))
+    assert not untested, f"MUST clauses with no conformance test: {untested}"
+    failing = sorted(cid for cid, row in report.items() if row["status"] != "pass")
+    assert not failing, f"clauses not passing against the reference: {failing}"
+
+
+def test_clause_ids_are_unique_in_spec():
+    text = (ROOT / "SPEC.md").read_text(encoding="utf-8")
+    ids = re.findall(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(?:MUST|SHOULD)", text)
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    assert not duplicates, f"clause ids defined twice in SPEC.md: {duplicates}"
+    assert len(ids) >= 30
+
+
+def test_unknown_backend_lists_the_known_ones(tmp_path):
+    run = run_conformance(tmp_path, "conformance", "--backend=no_such_backend", "-q")
+    assert run.returncode != 0
+    assert "unknown backend 'no_such_backend'" in run.output
+    assert "reference" in run.output and "module:attribute" in run.output
+
+
+def test_partial_backend_reports_not_supported(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
+    run = run_conformance(tmp_path, "conformance/test_packing.py", "--backend=partial_backend:BACKEND", "-q", env=env)
+    assert run.returncode == 0, run.output[-3000:]
+    assert "backend=partial_backend:BACKEND version=partial-0" in run.output
+    statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
+    assert statuses["unpad-errors"] == "pass" and statuses["unpad-indexed"] == "pass"
+    assert statuses["meta-indices"] == "not supported" and statuses["meta-errors"] == "not supported"
+    assert "NOT SUPPORTED: backend 'partial_backend:BACKEND' does not declare capability 'packed_metadata'" in run.output
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"```(?:bash|sh)\n(.+?)\n```", readme, flags=re.S)
+    assert len(commands) >= 2, "README must open with the main-job command and the test command"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert commands[1].strip() in ci, f"README's test command {commands[1]!r} is not what .ci/run runs"
