@@ -245,6 +245,12 @@ def check_converted_batch(
     labels, padding_mask, document_ids = out["labels"], out["padding_mask"], out["document_ids"]
     targets = torch.tensor(expected["targets"], dtype=torch.int64)
 
+    # Inputs, positions and padding come straight from the rows: compare them exactly first.
+    assert_tensor_equal("input_ids", out["input_ids"], torch.tensor(expected["input_ids"], dtype=torch.int64), clause="ctb-shift", call=call)
+    assert_tensor_equal("position_ids", out["position_ids"], torch.tensor(expected["position_ids"], dtype=torch.int64), clause="ctb-positions", call=call)
+    expected_padding = torch.tensor(expected["padding_mask"], dtype=torch.bool)
+    assert_tensor_equal("padding_mask", padding_mask, expected_padding, clause="ctb-padding-mask", call=call)
+
     # I2 (relation form): a kept label is the next unshifted token.
     _fail_where(
         (labels != ignore_index) & (labels != targets),
@@ -269,9 +275,7 @@ def check_converted_batch(
         show={"document_ids": document_ids, "padding_mask": padding_mask},
     )
 
-    # Exact values, computed from the rows.
-    assert_tensor_equal("input_ids", out["input_ids"], torch.tensor(expected["input_ids"], dtype=torch.int64), clause="ctb-shift", call=call)
-    assert_tensor_equal("position_ids", out["position_ids"], torch.tensor(expected["position_ids"], dtype=torch.int64), clause="ctb-positions", call=call)
+    # Exact labels and ids, computed from the rows.
     expected_labels = torch.tensor(expected["labels"], dtype=torch.int64)
     if not torch.equal(labels, expected_labels):
         # Name the clause(s) of the mismatching labels: padding, segment start, kept target.
@@ -280,8 +284,6 @@ def check_converted_batch(
         if any(expected["label_clause"][b][i] in ("ctb-padding-labels", "ctb-segment-starts") for b, i in wrong):
             clauses.append("ctb-ignore-index")
         assert_tensor_equal("labels", labels, expected_labels, clause=", ".join(clauses), call=call)
-    expected_padding = torch.tensor(expected["padding_mask"], dtype=torch.bool)
-    assert_tensor_equal("padding_mask", padding_mask, expected_padding, clause="ctb-padding-mask", call=call)
     expected_ids = torch.tensor(expected["document_ids"], dtype=torch.int64)
     assert_tensor_equal("document_ids", document_ids, expected_ids, clause="ctb-document-ids", call=call)
     assert_tensor_equal("attention_document_ids", out["attention_document_ids"], expected_ids, clause="ctb-attention-ids", call=call)

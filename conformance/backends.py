@@ -34,10 +34,10 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("convert_text_batch",),
     ),
     "zephon_loader": ("ZephonDataLoader iteration and close", ("ZephonDataLoader",)),
-    # Declared by backends that implement the next SPEC revision; no reference support yet.
     "xdoc": ("allow_cross_document_attention=True / enable_xdoc_attention", ("enable_xdoc_attention",)),
-    "thd": ('output_format="thd"', ("convert_text_batch",)),
-    "unpacked": ("pad_to_length / pad_token_id", ("convert_text_batch",)),
+    "thd": ('convert_text_batch(output_format="thd")', ("convert_text_batch",)),
+    "unpacked": ("convert_text_batch(pad_to_length=..., pad_token_id=...)", ("convert_text_batch",)),
+    "convert_batch_output": ("convert_batch_output (batched / THD lengths)", ("convert_batch_output",)),
 }
 
 # built-in name -> import path
@@ -111,7 +111,7 @@ def load_backend(spec: str) -> Backend:
         capabilities = frozenset(
             name
             for name, (_, needed) in CAPABILITIES.items()
-            if name not in {"xdoc", "thd", "unpacked"} and all(hasattr(impl, n) for n in needed)
+            if name not in {"thd", "unpacked"} and all(hasattr(impl, n) for n in needed)
         )
     else:
         capabilities = frozenset(declared)

@@ -77,31 +77,43 @@ def _snapshot(value):
 
 
 def _batch_state(batch):
-    """Identity and value snapshot of a ``SampleBatch``: records, payloads, meta."""
+    """Identity and value snapshot of a ``SampleBatch``: its records, payloads and meta."""
     return {
-        "records": batch.records,
-        "record_ids": [id(record) for record in batch.records],
-        "payload_ids": [id(record.payload) for record in batch.records],
-        "value_ids": [{key: id(v) for key, v in record.payload.items()} for record in batch.records],
-        "payloads": [_snapshot(record.payload) for record in batch.records],
-        "meta_ids": [id(record.meta) for record in batch.records],
-        "metas": [copy.deepcopy(record.meta) for record in batch.records],
+        "records": (id(batch.records), len(batch.records)),
+        "record": [
+            {
+                "object": id(record),
+                "payload": id(record.payload),
+                "payload keys": sorted(record.payload),
+                "payload objects": {key: id(value) for key, value in record.payload.items()},
+                "payload values": _snapshot(record.payload),
+                "meta": id(record.meta),
+                "meta values": copy.deepcopy(record.meta),
+            }
+            for record in batch.records
+        ],
     }
 
 
 def _assert_unchanged(before, batch, *, what: str, call: str) -> None:
+    """The ``SampleBatch`` holds the same objects with the same values as in ``before``."""
     __tracebackhide__ = True
     after = _batch_state(batch)
-    for key in before:
-        if key == "records":
-            same = after[key] is before[key]
-        else:
-            same = after[key] == before[key]
-        if not same:
-            raise AssertionError(
-                f"sample_batch {key} changed {what}: {after[key]!r}, but should be {before[key]!r} "
-                f"[ctb-no-mutation: {call}]"
-            )
+    if after["records"] != before["records"]:
+        raise AssertionError(f"sample_batch.records was replaced {what}, but should be untouched [ctb-no-mutation: {call}]")
+    for index, (now, then) in enumerate(zip(after["record"], before["record"])):
+        for part in then:
+            if now[part] != then[part]:
+                if part in ("object", "payload", "meta"):
+                    shown = " (replaced by another object)"
+                elif part == "payload objects":
+                    replaced = sorted(key for key in then[part] if now[part].get(key) != then[part][key])
+                    shown = f": payload entries {replaced} were replaced by other objects"
+                else:
+                    shown = f": {now[part]!r}, but should be {then[part]!r}"
+                raise AssertionError(
+                    f"sample_batch.records[{index}] {part} changed {what}{shown} [ctb-no-mutation: {call}]"
+                )
 
 
 @pytest.mark.clause("ctb-no-mutation")

@@ -8,10 +8,17 @@ from reference.attention import (
     TrainingBatch,
     adapt_model_inputs,
     contract_requests_metadata,
+    enable_xdoc_attention,
     require_supported_packing_contract,
 )
 from reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
-from reference.output import apply_batched_output, block_causal_mask, check_output_format
+from reference.output import (
+    THD_LENGTH_PAD,
+    apply_batched_output,
+    block_causal_mask,
+    check_output_format,
+    convert_batch_output,
+)
 from reference.packing import (
     BATCH_OUTPUT_FORMATS,
     DEFAULT_PACKED_SEQUENCE_CONTRACT,
@@ -37,6 +44,10 @@ BATCHSPEC_CAPABILITIES = frozenset(
         "adapt_model_inputs",
         "convert_text_batch",
         "zephon_loader",
+        "xdoc",
+        "thd",
+        "unpacked",
+        "convert_batch_output",
     }
 )
 
@@ -49,6 +60,7 @@ __all__ = [
     "PackedMaskType",
     "PackedSequenceContract",
     "PackedSequenceMetadata",
+    "THD_LENGTH_PAD",
     "TOKEN_FIELD_CANDIDATES",
     "TrainingBatch",
     "ZephonDataLoader",
@@ -58,7 +70,9 @@ __all__ = [
     "build_packed_sequence_metadata",
     "check_output_format",
     "contract_requests_metadata",
+    "convert_batch_output",
     "convert_text_batch",
+    "enable_xdoc_attention",
     "get_seqlens_in_batch",
     "get_unpad_data",
     "require_supported_packing_contract",

@@ -16,6 +16,7 @@ __all__ = [
     "TrainingBatch",
     "adapt_model_inputs",
     "contract_requests_metadata",
+    "enable_xdoc_attention",
     "require_supported_packing_contract",
 ]
 
@@ -167,4 +168,102 @@ def adapt_model_inputs(
                     attention_document_ids[b, i] = 0
 
     batch["attention_document_ids"] = attention_document_ids
+    return batch
+
+
+def _position_axes(position_ids: torch.Tensor, document_ids: torch.Tensor) -> torch.Tensor:
+    """``position_ids`` as ``[axes, batch, sequence]`` (text has one axis) [xdoc-errors]."""
+    if not isinstance(position_ids, torch.Tensor) or position_ids.dtype != torch.int64:
+        raise TypeError(
+            "enable_xdoc_attention: position_ids must be an int64 tensor, got "
+            f"{getattr(position_ids, 'dtype', type(position_ids).__name__)}"
+        )
+    if position_ids.ndim == 2 and position_ids.shape == document_ids.shape:
+        return position_ids[None]
+    if position_ids.ndim == 3 and position_ids.shape[1:] == document_ids.shape and position_ids.shape[0] >= 1:
+        return position_ids
+    raise ValueError(
+        "enable_xdoc_attention: position_ids must have shape [batch, sequence] "
+        f"{tuple(document_ids.shape)} or [axes, batch, sequence] (axes, *{tuple(document_ids.shape)}), "
+        f"got {tuple(position_ids.shape)}"
+    )
+
+
+def enable_xdoc_attention(batch: TrainingBatch, packing_contract: PackedSequenceContract) -> TrainingBatch:
+    """Join each row's subdocuments for attention and number them continuously [xdoc-*].
+
+    Args:
+        batch: mapping from ``adapt_model_inputs``: int64 ``document_ids`` and
+            ``attention_document_ids`` ``[batch, sequence]`` (0 = padding or excluded), and
+            int64 ``position_ids`` ``[batch, sequence]`` or ``[axes, batch, sequence]``
+            (mRoPE) holding non-negative coordinates local to each subdocument.
+        packing_contract: the model's contract. Only ``max_sequence_length`` is read: when it
+            is an int, every translated position must be below it. The mask type and
+            metadata request do not change this step.
+
+    Returns:
+        The same mapping with new tensors:
+        ``attention_document_ids``: 1 wherever it was positive, 0 elsewhere (one attention
+        document per row);
+        ``position_ids``: per row, subdocument 1 keeps its coordinates and every later
+        subdocument ``k`` (in ``document_ids`` order) is shifted by one more than the largest
+        translated coordinate of subdocument ``k - 1`` over all axes, the same shift on every
+        axis. Tokens with ``document_ids == 0`` keep their positions. ``document_ids``,
+        ``input_ids``, ``labels`` and ``padding_mask`` are untouched.
+
+    Raises:
+        ValueError: ``document_ids``/``attention_document_ids``/``position_ids`` missing; a
+            shape that is not ``[batch, sequence]`` (or ``[axes, batch, sequence]`` for
+            positions) of the same size; a negative position; a translated position
+            ``>= max_sequence_length``.
+        TypeError: one of the three is not an int64 tensor.
+    """
+    for name in ("document_ids", "attention_document_ids", "position_ids"):
+        if name not in batch:
+            raise ValueError(f"enable_xdoc_attention: batch has no {name!r} entry (run adapt_model_inputs first)")
+    document_ids = batch["document_ids"]
+    attention_document_ids = batch["attention_document_ids"]
+    for name, tensor in (("document_ids", document_ids), ("attention_document_ids", attention_document_ids)):
+        if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.int64:
+            raise TypeError(
+                f"enable_xdoc_attention: {name} must be an int64 tensor, got "
+                f"{getattr(tensor, 'dtype', type(tensor).__name__)}"
+            )
+    if document_ids.ndim != 2 or attention_document_ids.shape != document_ids.shape:
+        raise ValueError(
+            "enable_xdoc_attention: document_ids and attention_document_ids must share one shape "
+            f"[batch, sequence], got {tuple(document_ids.shape)} and {tuple(attention_document_ids.shape)}"
+        )
+    old_positions = _position_axes(batch["position_ids"], document_ids)
+    if bool((old_positions < 0).any()):
+        raise ValueError("enable_xdoc_attention: position_ids must be >= 0 (subdocument-local coordinates)")
+
+    positions = old_positions.clone()
+    axes, batch_size, sequence_length = positions.shape
+    for b in range(batch_size):
+        offset = 0
+        for document in range(1, int(document_ids[b].max()) + 1):
+            tokens = [i for i in range(sequence_length) if int(document_ids[b, i]) == document]
+            if not tokens:
+                continue
+            # Shift every axis of this subdocument by the same offset.
+            for i in tokens:
+                for a in range(axes):
+                    positions[a, b, i] = old_positions[a, b, i] + offset
+            # The next subdocument starts one past this one's largest coordinate.
+            offset = max(int(positions[a, b, i]) for i in tokens for a in range(axes)) + 1
+
+    max_sequence_length = getattr(packing_contract, "max_sequence_length", None)
+    if isinstance(max_sequence_length, int) and not isinstance(max_sequence_length, bool):
+        largest = int(positions.max())
+        if largest >= max_sequence_length:
+            raise ValueError(
+                f"enable_xdoc_attention: translated position_ids reach {largest}, but "
+                f"packing_contract.max_sequence_length is {max_sequence_length}"
+            )
+
+    joined = torch.zeros_like(attention_document_ids)
+    joined[attention_document_ids > 0] = 1
+    batch["attention_document_ids"] = joined
+    batch["position_ids"] = positions if batch["position_ids"].ndim == 3 else positions[0].clone()
     return batch

@@ -16,8 +16,13 @@ from typing import Any
 
 import torch
 
-from reference.attention import TrainingBatch, adapt_model_inputs, require_supported_packing_contract
-from reference.output import apply_batched_output, check_output_format
+from reference.attention import (
+    TrainingBatch,
+    adapt_model_inputs,
+    enable_xdoc_attention,
+    require_supported_packing_contract,
+)
+from reference.output import apply_batched_output, check_output_format, convert_batch_output
 from reference.packing import BatchOutputFormat, PackedSequenceContract
 
 __all__ = ["TOKEN_FIELD_CANDIDATES", "ZephonDataLoader", "convert_text_batch"]
@@ -58,15 +63,19 @@ def _read_row(record: Any, row: int) -> _Row:
         )
     tokens = _as_int_list(payload[field], field, row)
     length = len(tokens)
-    if length < 2:
-        raise ValueError(
-            f"sample_batch record {row}: {field} must hold at least 2 unshifted tokens to shift, got {length}"
-        )
+    if length == 0:
+        raise ValueError(f"sample_batch record {row}: {field} holds no token")
 
     # Positions: Zephon's per-subdocument reset positions, or one document when absent.
     if "positions" in payload:
         positions = _as_int_list(payload["positions"], "positions", row)
     else:
+        packing = record.meta.tags.get("_packing_metadata") or {}
+        if (packing.get("num_sequences") or 1) > 1:
+            raise ValueError(
+                f"sample_batch record {row}: meta says it packs {packing['num_sequences']} sequences, "
+                "but the payload has no positions to find their boundaries"
+            )
         positions = list(range(length))
     if len(positions) != length:
         raise ValueError(
@@ -94,6 +103,26 @@ def _read_row(record: Any, row: int) -> _Row:
             f"keeps a real token, got {padding_length}"
         )
     return _Row(tokens=tokens, positions=positions, padding_length=padding_length)
+
+
+def _pad_row(row: _Row, pad_to_length: int, pad_token_id: int, index: int) -> _Row:
+    """Right-pad an unpacked row to ``pad_to_length`` unshifted tokens [unpacked-padding].
+
+    The appended pad tokens extend the row's padding suffix; their positions continue the pad
+    tail's restart (``0, 1, ...`` when the row had no padding), as ``pack_flat`` numbers it.
+    """
+    length = len(row.tokens)
+    if length > pad_to_length:
+        raise ValueError(
+            f"sample_batch record {index}: {length} tokens do not fit pad_to_length={pad_to_length}"
+        )
+    extra = pad_to_length - length
+    first_tail_position = row.padding_length  # the existing tail holds 0 .. padding_length - 1
+    return _Row(
+        tokens=row.tokens + [pad_token_id] * extra,
+        positions=row.positions + list(range(first_tail_position, first_tail_position + extra)),
+        padding_length=row.padding_length + extra,
+    )
 
 
 def _shift_and_mask(rows: list[_Row], ignore_index: int, mask_segment_starts: bool) -> TrainingBatch:
@@ -152,7 +181,7 @@ def convert_text_batch(
     pad_to_length: int | None = None,
     pad_token_id: int | None = None,
 ) -> TrainingBatch:
-    """Collate packed text rows into a ``TrainingBatch`` [ctb-*, batched-*].
+    """Collate text rows into a ``TrainingBatch`` [ctb-*, unpacked-*, xdoc-*, thd-*, batched-*].
 
     Args:
         sample_batch: a ``zephon.SampleBatch`` of B records. Each payload holds an
@@ -160,38 +189,51 @@ def convert_text_batch(
             length L, and optionally 1-D ``positions`` [L] that restart at 0 at every
             subdocument (and at the padding tail); ``meta.padding_length`` counts the
             trailing pad tokens (``None`` = 0). Never modified.
-        packing_contract: the model's requests (``packed_mask_type``, metadata flag).
+        packing_contract: the model's requests. The mask type and metadata request apply to
+            ``"batched"`` output only; ``max_sequence_length`` bounds xdoc positions.
         ignore_index: the label value excluded from loss.
-        mask_segment_starts: also exclude every label whose target starts a subdocument.
-        allow_cross_document_attention: not in this slice; must be False.
-        output_format: ``"batched"`` (``"thd"`` is not in this slice).
-        pad_to_length, pad_token_id: the unpacked route; not in this slice, must be None.
+        mask_segment_starts: also exclude every label whose target starts an *original*
+            subdocument.
+        allow_cross_document_attention: join each row's subdocuments for attention and
+            number the row's positions continuously (``enable_xdoc_attention``).
+        output_format: ``"batched"`` (mask + optional metadata) or ``"thd"`` (lengths).
+        pad_to_length: the unshifted length every row is right-padded to when online
+            packing is off (then rows may differ in length); ``None`` for packed rows.
+        pad_token_id: the token written into that padding; required with
+            ``pad_to_length``, ignored without it.
 
     Returns:
-        A new mapping with, for S = L - 1: int64 ``input_ids``, ``labels``,
-        ``position_ids``, ``document_ids``, ``attention_document_ids``,
-        ``_packed_seq_ids`` [B, S]; bool ``padding_mask`` [B, S]; ``attention_mask``
-        (bool [B, 1, S, S] or int64 [B, S] by mask type); and, when the contract asks,
-        int64 ``packed_token_indices`` [B, S], int32 ``cu_seqlens`` [B, max id + 1] and int
-        ``max_seqlen``.
+        A new mapping, S = L - 1 (or ``pad_to_length - 1``): int64 ``input_ids``,
+        ``labels``, ``position_ids``, ``document_ids``, ``attention_document_ids`` [B, S];
+        bool ``padding_mask`` [B, S]. ``"batched"`` adds int64 ``_packed_seq_ids`` [B, S],
+        ``attention_mask`` (bool [B, 1, S, S] or int64 [B, S] by mask type) and, when the
+        contract asks, int64 ``packed_token_indices`` [B, S], int32 ``cu_seqlens``
+        [B, max id + 1] and int ``max_seqlen``. ``"thd"`` adds int64 ``seq_lens`` and
+        ``seq_lens_padded`` [B, max subdocuments] (-1000 in unused slots) and
+        ``qkv_format = "thd"``.
 
     Raises:
         TypeError: ``sample_batch`` has no ``records``; a token field or positions hold
-            non-integers; ``padding_length`` is not an int; the contract's metadata flag is
-            not a bool.
-        ValueError: an empty batch; a row shorter than 2 tokens; rows of different lengths;
-            positions of the wrong length, not starting at 0, or negative; a
-            ``padding_length`` that leaves no real token; an unknown output format or mask
-            type.
-        NotImplementedError: a feature outside this slice (xdoc, THD, ``pad_to_length``).
+            non-integers; ``padding_length``, ``pad_to_length`` or ``pad_token_id`` has the
+            wrong type; the contract's metadata flag is not a bool.
+        ValueError: an empty batch; an empty record; rows shorter than 2 tokens; rows of
+            different lengths without ``pad_to_length``; a record longer than
+            ``pad_to_length``; ``pad_to_length < 2`` or without ``pad_token_id``;
+            positions of the wrong length, not starting at 0, or negative; a packed record
+            (``num_sequences > 1``) without positions; a ``padding_length`` that leaves no
+            real token; an unknown output format or mask type; xdoc positions at or past
+            ``max_sequence_length``.
     """
     check_output_format(output_format)
-    if allow_cross_document_attention:
-        raise NotImplementedError("allow_cross_document_attention=True is not in this SPEC revision")
-    if output_format != "batched":
-        raise NotImplementedError(f"output_format={output_format!r} is not in this SPEC revision")
     if pad_to_length is not None:
-        raise NotImplementedError("pad_to_length is not in this SPEC revision")
+        if isinstance(pad_to_length, bool) or not isinstance(pad_to_length, int):
+            raise TypeError(f"pad_to_length must be an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}")
+        if pad_to_length < 2:
+            raise ValueError(f"pad_to_length must be >= 2 unshifted tokens, got {pad_to_length}")
+        if pad_token_id is None:
+            raise ValueError("pad_token_id is required with pad_to_length, got None")
+        if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int):
+            raise TypeError(f"pad_token_id must be an int, got {type(pad_token_id).__name__} {pad_token_id!r}")
 
     # 1. Read and check every row [ctb-input-errors].
     records = getattr(sample_batch, "records", None)
@@ -200,16 +242,29 @@ def convert_text_batch(
     if len(records) == 0:
         raise ValueError("sample_batch must hold at least one record, got 0")
     rows = [_read_row(record, b) for b, record in enumerate(records)]
+
+    # 2. Unpacked rows are right-padded to one length [unpacked-padding].
+    if pad_to_length is not None:
+        rows = [_pad_row(row, pad_to_length, pad_token_id, b) for b, row in enumerate(rows)]
     lengths = [len(row.tokens) for row in rows]
     if len(set(lengths)) != 1:
         raise ValueError(
             f"sample_batch rows must share one unshifted length without pad_to_length, got lengths {lengths}"
         )
+    if lengths[0] < 2:
+        raise ValueError(f"sample_batch record 0: rows must hold at least 2 unshifted tokens to shift, got {lengths[0]}")
 
-    # 2. Shift, mask and number subdocuments; 3. attention membership; 4. batched output.
+    # 3. Shift, mask and number subdocuments on the original boundaries.
     batch = _shift_and_mask(rows, ignore_index, mask_segment_starts)
+    # 4. Attention membership, then the consumer's cross-document policy.
     adapt_model_inputs(batch)
-    return apply_batched_output(batch, packing_contract)
+    if allow_cross_document_attention:
+        enable_xdoc_attention(batch, packing_contract)
+    # 5. The output format: THD lengths, or the batched mask/metadata route.
+    convert_batch_output(batch, output_format)
+    if output_format == "batched":
+        apply_batched_output(batch, packing_contract)
+    return batch
 
 
 class ZephonDataLoader(Iterator[TrainingBatch]):

@@ -2,8 +2,8 @@
 
 Mirrors upstream ``nemo_automodel/components/datasets/zephon/output.py`` plus the
 aliasing the loader applies before yielding (SPEC.md decision D-A3: ``convert_text_batch``
-returns the final mapping). Only the ``"batched"`` format is in this slice; ``"thd"`` is
-specified in a later revision and declared unsupported by the reference until then.
+returns the final mapping): ``convert_batch_output`` adds the native THD lengths;
+``apply_batched_output`` adds the batched route's mask, ``_packed_seq_ids`` and metadata.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ import torch
 from reference.attention import TrainingBatch, contract_requests_metadata
 from reference.packing import BATCH_OUTPUT_FORMATS, PackedSequenceContract, build_packed_sequence_metadata
 
-__all__ = ["apply_batched_output", "block_causal_mask", "check_output_format"]
+__all__ = ["THD_LENGTH_PAD", "apply_batched_output", "block_causal_mask", "check_output_format", "convert_batch_output"]
+
+# [thd-lengths] unused slots of seq_lens / seq_lens_padded.
+THD_LENGTH_PAD = -1000
 
 
 def check_output_format(output_format: object) -> None:
@@ -83,4 +86,78 @@ def apply_batched_output(batch: TrainingBatch, packing_contract: PackedSequenceC
 
     if contract_requests_metadata(packing_contract):
         batch.update(build_packed_sequence_metadata(attention_document_ids))
+    return batch
+
+
+def _row_runs(row_ids: list[int], row: int) -> tuple[list[int], int]:
+    """Lengths of the runs of equal positive ids of one row, and its trailing zero count.
+
+    Raises ValueError when a positive id follows a zero, an id reappears after another id,
+    or the row has no positive id [thd-errors].
+    """
+    lengths: list[int] = []
+    run_ids: list[int] = []
+    trailing_zeros = 0
+    for i, value in enumerate(row_ids):
+        if value == 0:
+            trailing_zeros += 1
+            continue
+        if trailing_zeros:
+            raise ValueError(
+                f"convert_batch_output: row {row} has attention id {value} at index {i} after an excluded "
+                "token; THD needs padding as a trailing suffix and no interior exclusion"
+            )
+        if run_ids and run_ids[-1] == value:
+            lengths[-1] += 1
+        elif value in run_ids:
+            raise ValueError(
+                f"convert_batch_output: row {row} attention id {value} reappears at index {i} after another id; "
+                "ids must form contiguous runs"
+            )
+        else:
+            run_ids.append(value)
+            lengths.append(1)
+    if not lengths:
+        raise ValueError(f"convert_batch_output: row {row} has no token with a positive attention id")
+    return lengths, trailing_zeros
+
+
+def convert_batch_output(batch: TrainingBatch, output_format: str) -> TrainingBatch:
+    """Add the output format's native inputs [thd-lengths, thd-errors, batched-unchanged].
+
+    Args:
+        batch: mapping with int64 ``attention_document_ids`` ``[batch, sequence]``: the
+            *selected* ids (joined under xdoc), positive ids forming contiguous runs, 0 only as
+            a trailing padding suffix.
+        output_format: ``"batched"`` leaves the mapping unchanged; ``"thd"`` adds
+            ``seq_lens`` and ``seq_lens_padded`` (int64 ``[batch, max runs]``, padded with
+            ``THD_LENGTH_PAD`` = -1000) and ``qkv_format = "thd"``. ``seq_lens`` are the run
+            lengths in stream order; ``seq_lens_padded`` adds the row's trailing padding to
+            its last run, so its valid entries sum to the sequence length.
+
+    Returns:
+        The same mapping; no existing tensor is modified.
+
+    Raises:
+        ValueError: unknown format; for ``"thd"``, a row with no positive id, a positive id
+            after a zero, or an id that reappears after another id.
+    """
+    check_output_format(output_format)
+    if output_format == "batched":
+        return batch
+    ids = batch["attention_document_ids"]
+    seq_lens: list[list[int]] = []
+    seq_lens_padded: list[list[int]] = []
+    for b in range(ids.shape[0]):
+        lengths, trailing_zeros = _row_runs([int(x) for x in ids[b].tolist()], b)
+        seq_lens.append(lengths)
+        seq_lens_padded.append(lengths[:-1] + [lengths[-1] + trailing_zeros])
+    width = max(len(lengths) for lengths in seq_lens)
+    batch["seq_lens"] = torch.tensor(
+        [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens], dtype=torch.int64
+    )
+    batch["seq_lens_padded"] = torch.tensor(
+        [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens_padded], dtype=torch.int64
+    )
+    batch["qkv_format"] = "thd"
     return batch

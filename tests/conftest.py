@@ -11,4 +11,4 @@ from _suite import SuiteRun, run_conformance
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory) -> SuiteRun:
     """The whole conformance suite against the reference backend, run once per session."""
-    return run_conformance(tmp_path_factory.mktemp("reference-run"), "conformance", "--backend=reference", "-q")
+    return run_conformance(tmp_path_factory.mktemp("reference-run"), "conformance", "--backend=reference")

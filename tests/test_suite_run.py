@@ -64,7 +64,7 @@ def test_unknown_backend_lists_the_known_ones(tmp_path):
 
 def test_partial_backend_reports_not_supported(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
-    run = run_conformance(tmp_path, "conformance/test_packing.py", "--backend=partial_backend:BACKEND", "-q", env=env)
+    run = run_conformance(tmp_path, "conformance/test_packing.py", "--backend=partial_backend:BACKEND", "-rs", env=env)
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend:BACKEND version=partial-0" in run.output
     statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
