@@ -6,6 +6,7 @@ import dataclasses
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from conformance._asserts import assert_raises
 from conformance._zephon import Contract
@@ -78,3 +79,18 @@ def test_bad_contracts_are_rejected(backend, case):
     """Each malformed contract raises the SPEC's error type, naming the attribute."""
     _, contract, error, words = case
     assert_raises(error, words, backend.require_supported_packing_contract, contract, clause="contract-validation")
+
+
+@pytest.mark.requires("convert_text_batch", "xdoc")
+@pytest.mark.clause("contract-once", "types-contract")
+@pytest.mark.parametrize("xdoc", [False, True])
+def test_minimal_structural_contract_works_per_batch(backend, xdoc):
+    """A contract with only the two required attributes is enough for convert_text_batch."""
+    from conformance._examples import EXAMPLE_ROWS, convert
+
+    minimal = SimpleNamespace(packed_mask_type="document_ids", return_packed_sequence_metadata=True)
+    out = convert(backend, EXAMPLE_ROWS, minimal, xdoc=xdoc)
+    assert "cu_seqlens" in out and out["attention_mask"].dtype == torch.int64, (
+        f"keys {sorted(out)} [contract-once: a minimal contract must be honoured]"
+    )
+    assert vars(minimal) == {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
