@@ -123,8 +123,8 @@ def _id_row(draw: st.DrawFn, sequence_length: int, max_documents: int, gapped: b
     """One row of 1-based ids, non-decreasing along the row, with zeros anywhere.
 
     Walking along the row each slot is ``zero`` (id 0), ``same`` (the current id, or the
-    first id when none started yet) or ``new`` (the next id). ``gapped`` lets ``new`` skip an
-    id. At most ``max_documents`` ids start; further ``new`` slots continue the last id.
+    first id when none started yet) or ``new`` (the next id). ``gapped`` lets a new id skip
+    one (the first id may then be 2). At most ``max_documents`` ids start; further ``new`` slots continue the last id.
     """
     kinds = draw(st.lists(st.sampled_from(("zero", "same", "new")), min_size=sequence_length, max_size=sequence_length))
     row, current, started = [], 0, 0
@@ -133,7 +133,7 @@ def _id_row(draw: st.DrawFn, sequence_length: int, max_documents: int, gapped: b
             row.append(0)
             continue
         if current == 0 or (kind == "new" and started < max_documents):
-            current += draw(st.sampled_from((1, 2))) if gapped and current > 0 else 1
+            current += draw(st.sampled_from((1, 2))) if gapped else 1
             started += 1
         row.append(current)
     return row
@@ -145,7 +145,7 @@ def id_masks(draw: st.DrawFn) -> torch.Tensor:
 
     Integer masks (int64, sometimes int32) hold 1-based row-local ids that increase along the
     row, each id one run that interior zeros may interrupt (as SPEC Example K's ``[1,0,1,2]``);
-    sometimes ids are gapped (``[1,1,3,3]``), sometimes a mask holds only 0/1 (the binary
+    sometimes ids are gapped (``[1,1,3,3]``, ``[2,2,0]``), sometimes a mask holds only 0/1 (the binary
     route). Bool masks are arbitrary. Rows may be empty; when every row is, one entry is set.
     """
     batch_size = draw(st.integers(1, MAX_BATCH), label="B")
