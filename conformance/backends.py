@@ -38,6 +38,11 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "thd": ('convert_text_batch(output_format="thd")', ("convert_text_batch",)),
     "unpacked": ("convert_text_batch(pad_to_length=..., pad_token_id=...)", ("convert_text_batch",)),
     "convert_batch_output": ("convert_batch_output (batched / THD lengths)", ("convert_batch_output",)),
+    "datum": ("Datum, Datum.to_features, collate_datums", ("Datum", "collate_datums")),
+    "collaters": (
+        "default_collater, packed_sequence_thd_collater, pack_features_for_thd",
+        ("default_collater", "packed_sequence_thd_collater", "pack_features_for_thd"),
+    ),
 }
 
 # built-in name -> import path

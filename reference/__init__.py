@@ -48,6 +48,8 @@ BATCHSPEC_CAPABILITIES = frozenset(
         "thd",
         "unpacked",
         "convert_batch_output",
+        "datum",
+        "collaters",
     }
 )
 
