@@ -33,7 +33,9 @@ from conformance._zephon import Contract, Row, describe_rows
 
 THD_PAD = -1000  # [thd-lengths] unused slots of seq_lens / seq_lens_padded
 TOKEN_KEYS = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
-BATCHED_ROUTE_KEYS = frozenset({"attention_mask", "_packed_seq_ids", "packed_token_indices", "cu_seqlens", "max_seqlen"})
+BATCHED_ROUTE_KEYS = frozenset(
+    {"attention_mask", "_packed_seq_ids", "packed_token_indices", "cu_seqlens", "max_seqlen"}
+)
 THD_ROUTE_KEYS = frozenset({"seq_lens", "seq_lens_padded", "qkv_format"})
 # Ignore indices that no token drawn in this module takes, so that ``labels == ignore_index``
 # identifies exactly the masked labels (tokens may still be 0, 7, 99999: other ignore indices).
@@ -132,7 +134,9 @@ def test_thd_and_batched_agree_token_for_token(backend, data):
     sequence_length = ids.shape[1]
     runs = [_runs(row) for row in ids.tolist()]
     want_lens = _padded_lengths([lengths for lengths, _ in runs])
-    want_padded = _padded_lengths([lengths[:-1] + [lengths[-1] + trailing] if lengths else [] for lengths, trailing in runs])
+    want_padded = _padded_lengths(
+        [lengths[:-1] + [lengths[-1] + trailing] if lengths else [] for lengths, trailing in runs]
+    )
     seq_lens_padded = thd.get("seq_lens_padded")
     if isinstance(seq_lens_padded, torch.Tensor) and seq_lens_padded.ndim == 2:
         for b, row in enumerate(seq_lens_padded.tolist()):
@@ -251,7 +255,8 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
     longer = [_with_more_padding(row, extra) for row in case.rows]
     options = dict(ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts, xdoc=xdoc,
                    output_format=output_format)
-    call = f"{_call(case.rows, contract, **options)} vs the same rows with {extra} more pad tokens: {describe_rows(longer)}"
+    call = (f"{_call(case.rows, contract, **options)} vs the same rows with {extra} more pad tokens: "
+            f"{describe_rows(longer)}")
 
     old = convert(backend, case.rows, contract, **options)
     new = convert(backend, longer, contract, **options)
@@ -261,12 +266,14 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
     s_old, s_new = length - 1, length - 1 + extra
     unpadded = [b for b, row in enumerate(case.rows) if not row.padding_length]  # n == 0
     for key in TOKEN_KEYS:
-        assert_tensor_equal(f"{key}[:, :S_old]", _prefix(new[key], s_old), old[key], clause="ctb-padding-labels", call=call)
+        assert_tensor_equal(f"{key}[:, :S_old]", _prefix(new[key], s_old), old[key],
+                            clause="ctb-padding-labels", call=call)
 
     # The k new slots.
     ignore = case.ignore_index
-    assert_tensor_equal("labels[:, S_old:]", new["labels"][:, s_old:],
-                        torch.full((len(case.rows), extra), ignore, dtype=torch.int64), clause="ctb-padding-labels", call=call)
+    want_labels = torch.full((len(case.rows), extra), ignore, dtype=torch.int64)
+    assert_tensor_equal("labels[:, S_old:]", new["labels"][:, s_old:], want_labels,
+                        clause="ctb-padding-labels", call=call)
     slots = torch.arange(s_old, s_new)
     want_padding = torch.stack([slots >= length - (row.padding_length or 0) for row in case.rows])
     assert_tensor_equal("padding_mask[:, S_old:]", new["padding_mask"][:, s_old:], want_padding,
@@ -298,8 +305,8 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
                         clause="ctb-document-ids", call=call)
 
     if output_format == "batched":
-        assert_tensor_equal("_packed_seq_ids[:, :S_old]", _prefix(new["_packed_seq_ids"], s_old), old["_packed_seq_ids"],
-                            clause="batched-packed-seq-ids", call=call)
+        assert_tensor_equal("_packed_seq_ids[:, :S_old]", _prefix(new["_packed_seq_ids"], s_old),
+                            old["_packed_seq_ids"], clause="batched-packed-seq-ids", call=call)
         assert_tensor_equal("_packed_seq_ids[:, S_old:]", new["_packed_seq_ids"][:, s_old:], want_attention,
                             clause="batched-packed-seq-ids", call=call)
         mask = new["attention_mask"]
@@ -330,7 +337,9 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
 # -- 4. token values --------------------------------------------------------------------
 
 
-@pytest.mark.clause("ctb-boundaries-from-zeros", "ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "ctb-shift")
+@pytest.mark.clause(
+    "ctb-boundaries-from-zeros", "ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "ctb-shift"
+)
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
 def test_boundaries_never_depend_on_token_values(backend, data):
@@ -342,8 +351,8 @@ def test_boundaries_never_depend_on_token_values(backend, data):
     ignore = data.draw(st.sampled_from(SENTINEL_IGNORE_INDICES), label="ignore_index")
     values = st.one_of(st.sampled_from((0, 1, 7, 99999)), st.integers(0, cs.MAX_TOKEN_ID)).filter(lambda v: v != ignore)
     replaced = [
-        Row(tuple(data.draw(st.lists(values, min_size=len(row.tokens), max_size=len(row.tokens)), label=f"tokens[{b}]")),
-            row.positions, row.padding_length)
+        Row(tuple(data.draw(st.lists(values, min_size=len(row.tokens), max_size=len(row.tokens)),
+                            label=f"new tokens[{b}]")), row.positions, row.padding_length)
         for b, row in enumerate(case.rows)
     ]
     xdoc = _draw_xdoc(data, backend)
@@ -396,7 +405,8 @@ def _pre_padded(row: Row, length: int, pad_token_id: int) -> Row:
     padding = row.padding_length or 0
     extra = length - len(row.tokens)
     positions = tuple(range(len(row.tokens))) if row.positions is None else row.positions
-    return Row(row.tokens + (pad_token_id,) * extra, positions + tuple(range(padding, padding + extra)), padding + extra)
+    positions += tuple(range(padding, padding + extra))
+    return Row(row.tokens + (pad_token_id,) * extra, positions, padding + extra)
 
 
 PAD_TOKEN_IDS = st.one_of(st.sampled_from((0, 1, 2, 7, 99999)), st.integers(0, cs.MAX_TOKEN_ID))
@@ -455,6 +465,8 @@ def test_pad_token_id_changes_only_the_appended_slots(backend, data):
     assert_batch_equal(one, two, keys=[k for k in two if k != "input_ids"], clause="unpacked-padding", call=call)
     appended = torch.stack([torch.arange(length - 1) >= len(row.tokens) for row in rows])
     assert_tensor_equal(f"input_ids (pad_token_id={first})", one["input_ids"],
-                        torch.where(appended, torch.tensor(first), two["input_ids"]), clause="unpacked-padding", call=call)
+                        torch.where(appended, torch.tensor(first), two["input_ids"]),
+                        clause="unpacked-padding", call=call)
     assert_tensor_equal(f"input_ids (pad_token_id={second})", two["input_ids"],
-                        torch.where(appended, torch.tensor(second), one["input_ids"]), clause="unpacked-padding", call=call)
+                        torch.where(appended, torch.tensor(second), one["input_ids"]),
+                        clause="unpacked-padding", call=call)
