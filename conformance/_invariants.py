@@ -24,7 +24,6 @@ __all__ = [
     "check_converted_batch",
     "expected_packed_metadata",
     "expected_unpad_data",
-    "rows_from_sample_batch",
 ]
 
 # [tb-dtypes] the table of SPEC.md section 3 (attention_mask depends on the mask type).
@@ -39,20 +38,6 @@ BASE_KEYS: dict[str, torch.dtype] = {
 }
 METADATA_KEYS: tuple[str, ...] = ("packed_token_indices", "cu_seqlens", "max_seqlen")
 MAX_LISTED = 8
-
-
-def rows_from_sample_batch(sample_batch: Any) -> list[Row]:
-    """The ``Row`` view of a ``zephon.SampleBatch`` of packed records (token field by
-    [ctb-token-field] order, ``positions`` if present, ``meta.padding_length``)."""
-    rows = []
-    for record in sample_batch.records:
-        payload = record.payload
-        field = next(name for name in ("input_ids", "tokens", "token_ids", "ids") if name in payload)
-        tokens = tuple(int(t) for t in torch.as_tensor(payload[field]).tolist())
-        positions = payload.get("positions")
-        positions = None if positions is None else tuple(int(p) for p in torch.as_tensor(positions).tolist())
-        rows.append(Row(tokens, positions, record.meta.padding_length))
-    return rows
 
 
 def _fail_where(bad: torch.Tensor, what: str, *, clause: str, call: str, show: Mapping[str, torch.Tensor]) -> None:
@@ -186,7 +171,7 @@ def check_converted_batch(
 
     ``check_converted_batch(out, rows, ...)`` is equivalent to asserting, for the expected
     fields computed in plain Python from ``rows`` (``Row`` objects; see
-    ``rows_from_sample_batch`` for a ``SampleBatch``):
+    ``conformance._zephon.rows_of`` for a ``SampleBatch``):
 
     * I1: every field is present with its ``[B, S]`` shape ([tb-shapes], ``attention_mask``
       ``[B, 1, S, S]`` for ``"block_causal"``) and its table dtype ([tb-dtypes]);

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
 __all__ = ["Contract", "Row", "describe_rows", "packed_row", "rows_of", "sample_batch"]
@@ -87,14 +88,17 @@ def describe_rows(rows: Sequence[Row]) -> str:
 
 
 def rows_of(batch: SampleBatch) -> list[Row]:
-    """The unshifted rows of a real ``SampleBatch`` (e.g. from a Zephon pipeline)."""
+    """The unshifted rows of a real ``SampleBatch`` (e.g. from a Zephon pipeline): the token
+    field by [ctb-token-field] order, ``positions`` if present, ``meta.padding_length``."""
     rows = []
     for record in batch.records:
-        positions = record.payload.get("positions")
+        payload = record.payload
+        field = next(name for name in ("input_ids", "tokens", "token_ids", "ids") if name in payload)
+        positions = payload.get("positions")
         rows.append(
             Row(
-                tokens=tuple(int(t) for t in record.payload["input_ids"]),
-                positions=None if positions is None else tuple(int(p) for p in positions),
+                tokens=tuple(int(t) for t in torch.as_tensor(payload[field]).tolist()),
+                positions=None if positions is None else tuple(int(p) for p in torch.as_tensor(positions).tolist()),
                 padding_length=record.meta.padding_length,
             )
         )
