@@ -5,7 +5,6 @@ example D and D′)."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
 from conformance._examples import EXAMPLE_A, EXAMPLE_ROWS, convert, long
