@@ -15,7 +15,7 @@ pass.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["BUILTIN_BACKENDS", "CAPABILITIES", "Backend", "BackendError", "load_backend"]
@@ -59,9 +59,9 @@ class Backend:
 
     name: str
     version: str
-    impl: Any
     capabilities: frozenset[str]
     declared: bool  # True when the backend declared its capabilities itself
+    impl: Any = field(repr=False)  # the object exposing the contract's names
 
     def supports(self, capability: str) -> bool:
         """Whether the backend implements ``capability`` (a key of ``CAPABILITIES``)."""
