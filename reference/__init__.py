@@ -11,6 +11,8 @@ from reference.attention import (
     enable_xdoc_attention,
     require_supported_packing_contract,
 )
+from reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
+from reference.datum import CROSS_ENTROPY_IGNORE_IDX, Datum, collate_datums
 from reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
 from reference.output import (
     THD_LENGTH_PAD,
@@ -57,7 +59,9 @@ __all__ = [
     "BATCHSPEC_CAPABILITIES",
     "BATCH_OUTPUT_FORMATS",
     "BatchOutputFormat",
+    "CROSS_ENTROPY_IGNORE_IDX",
     "DEFAULT_PACKED_SEQUENCE_CONTRACT",
+    "Datum",
     "PACKED_MASK_TYPES",
     "PackedMaskType",
     "PackedSequenceContract",
@@ -71,11 +75,15 @@ __all__ = [
     "block_causal_mask",
     "build_packed_sequence_metadata",
     "check_output_format",
+    "collate_datums",
     "contract_requests_metadata",
     "convert_batch_output",
     "convert_text_batch",
+    "default_collater",
     "enable_xdoc_attention",
     "get_seqlens_in_batch",
     "get_unpad_data",
+    "pack_features_for_thd",
+    "packed_sequence_thd_collater",
     "require_supported_packing_contract",
 ]
