@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["assert_batch_equal", "assert_raises", "assert_tensor_equal", "summary"]
+__all__ = ["assert_batch_equal", "assert_keys", "assert_raises", "assert_tensor_equal", "summary"]
 
 MAX_MISMATCHES = 8
 
@@ -97,3 +97,11 @@ def assert_raises(error_type: type[BaseException], fields: tuple[str, ...], func
             f"raised {type(error).__name__}({error}), but should raise {error_type.__name__} [{clause}: {call}]"
         ) from error
     raise AssertionError(f"nothing was raised, but should raise {error_type.__name__} [{clause}: {call}]")
+
+
+def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: str) -> None:
+    """``assert_keys(out, keys, ...)`` is equivalent to ``assert list(out) == keys``: the same
+    keys in the same order."""
+    __tracebackhide__ = True
+    if list(out) != keys:
+        raise AssertionError(f"keys {list(out)}, but should be {keys} (in this order) [{clause}: {call}]")

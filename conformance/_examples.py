@@ -7,7 +7,10 @@ import torch
 
 from conformance._zephon import Contract, Row, sample_batch
 
-__all__ = ["EXAMPLE_A", "EXAMPLE_IDS", "EXAMPLE_ROWS", "F", "T", "convert", "long", "mask_from_strings"]
+__all__ = [
+    "EXAMPLE_A", "EXAMPLE_IDS", "EXAMPLE_ROWS", "F", "T", "bools", "convert", "f32", "int32", "long",
+    "mask_from_strings",
+]
 
 F, T = False, True
 
@@ -26,7 +29,23 @@ EXAMPLE_A_MASK = [
 
 
 def long(values) -> torch.Tensor:
+    """An int64 tensor literal."""
     return torch.tensor(values, dtype=torch.int64)
+
+
+def int32(values) -> torch.Tensor:
+    """An int32 tensor literal."""
+    return torch.tensor(values, dtype=torch.int32)
+
+
+def f32(values) -> torch.Tensor:
+    """A float32 tensor literal."""
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def bools(values) -> torch.Tensor:
+    """A bool tensor literal."""
+    return torch.tensor(values, dtype=torch.bool)
 
 
 def mask_from_strings(rows: list[list[str]]) -> torch.Tensor:

@@ -6,12 +6,9 @@ import pytest
 import torch
 
 from conformance._asserts import assert_raises, assert_tensor_equal
+from conformance._examples import long
 
 T, F = True, False
-
-
-def long(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int64)
 
 
 @pytest.mark.requires("adapt_model_inputs")

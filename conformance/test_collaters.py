@@ -14,27 +14,18 @@ import numpy as np
 import pytest
 import torch
 
-from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
+from conformance._asserts import (
+    assert_batch_equal,
+    assert_keys,
+    assert_raises,
+    assert_tensor_equal,
+)
+from conformance._examples import bools, long
 
 F, T = False, True
 X = -100
 PAD = "___PAD_TOKEN_IDS___"
 THD_KEYS = ["input_ids", "labels", "position_ids", "seq_lens", "seq_lens_padded", "qkv_format"]
-
-
-def long(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int64)
-
-
-def bools(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.bool)
-
-
-def assert_keys(out, keys: list[str], *, clause: str, call: str) -> None:
-    """``list(out) == keys``: the same keys in the same order."""
-    __tracebackhide__ = True
-    if list(out) != keys:
-        raise AssertionError(f"keys {list(out)}, but should be {keys} (in this order) [{clause}: {call}]")
 
 
 # --- default_collater ---------------------------------------------------------------------------

@@ -18,32 +18,19 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
+from conformance._asserts import (
+    assert_batch_equal,
+    assert_keys,
+    assert_raises,
+    assert_tensor_equal,
+)
+from conformance._examples import bools, f32, long
 
 F, T = False, True
 X = -100  # CROSS_ENTROPY_IGNORE_IDX
 
 PADDED_KEYS = ["input_ids", "attention_mask", "labels", "padding_mask"]
 PACKED_KEYS = ["input_ids", "labels", "position_ids", "seq_lens", "seq_lens_padded", "qkv_format"]
-
-
-def long(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int64)
-
-
-def f32(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.float32)
-
-
-def bools(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.bool)
-
-
-def assert_keys(out, keys: list[str], *, clause: str, call: str) -> None:
-    """``list(out) == keys``: the same keys in the same order."""
-    __tracebackhide__ = True
-    if list(out) != keys:
-        raise AssertionError(f"keys {list(out)}, but should be {keys} (in this order) [{clause}: {call}]")
 
 
 # --- Example I / J datums (SPEC.md §10, automodel-contract.md §5) -------------------------

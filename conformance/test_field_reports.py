@@ -17,6 +17,7 @@ import torch
 from zephon import SampleBatch
 
 from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
+from conformance._examples import bools, int32, long
 from conformance._zephon import Contract, Row, describe_rows, sample_batch
 
 F, T = False, True
@@ -37,18 +38,6 @@ def R(tok: Sequence[int], pos: Sequence[int], pad: int) -> Row:
 def R0(tok: Sequence[int]) -> Row:
     """An unpacked record: no positions and no packing tag."""
     return Row(tuple(tok), None, None)
-
-
-def long(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int64)
-
-
-def int32(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int32)
-
-
-def bools(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.bool)
 
 
 def block_mask(*rows: str) -> torch.Tensor:

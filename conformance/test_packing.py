@@ -8,15 +8,7 @@ import pytest
 import torch
 
 from conformance._asserts import assert_raises, assert_tensor_equal
-
-
-def long(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int64)
-
-
-def int32(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int32)
-
+from conformance._examples import int32, long
 
 # (case id, mask, packed_token_indices, cu_seqlens, max_seqlen)
 METADATA_CASES = [
