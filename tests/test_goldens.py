@@ -1,0 +1,174 @@
+"""The golden files' safety properties (issue #5): the committed tree is current, tampered
+or unindexed files are rejected with an error naming the file, pickle is never loaded,
+canon is never regenerated, at least 150 cases load, and every MUST clause is covered."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance import goldens
+from conformance.conftest import spec_clauses
+from conformance.goldens import GoldenError, load_all
+
+REPO = Path(__file__).resolve().parents[1]
+MIN_CASES = 150
+
+# MUST clauses that no tensor golden can express, each with the reason. They are covered by
+# the conformance modules named in the reason.
+EXEMPT_CLAUSES = {
+    "loader-construct-lazy": "ZephonDataLoader construction against a live pipeline (conformance/test_loader.py)",
+    "loader-construct-validates": "ZephonDataLoader construction (conformance/test_loader.py)",
+    "loader-iter-self": "iterator identity of a loader (conformance/test_loader.py)",
+    "loader-next": "stream order of a live pipeline (conformance/test_loader.py)",
+    "loader-close": "worker shutdown of a live pipeline (conformance/test_loader.py)",
+    "loader-exhaustion": "StopIteration behaviour of a loader (conformance/test_loader.py)",
+    "loader-failure-closes": "exception propagation from a pipeline (conformance/test_loader.py)",
+    "real-data-pipeline": "a tokenized real corpus through Zephon (conformance/test_real_data.py)",
+}
+
+
+@pytest.fixture()
+def golden_copy(tmp_path) -> Path:
+    """A private copy of golden/ (index and data) to tamper with."""
+    root = tmp_path / "golden"
+    shutil.copytree(goldens.ROOT / "data", root / "data")
+    shutil.copy2(goldens.ROOT / "index.json", root / "index.json")
+    return root
+
+
+def _some_file(root: Path, name: str = "expected.safetensors") -> Path:
+    return root / "data" / "test_example_a_defaults" / name
+
+
+def test_check_passes_on_the_committed_tree():
+    """`python -m conformance.goldens --check` regenerates byte-identical files and SPEC blocks."""
+    result = subprocess.run([sys.executable, "-m", "conformance.goldens", "--check"], cwd=REPO,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_at_least_150_cases_load_through_the_verified_path():
+    cases = load_all()
+    assert len(cases) >= MIN_CASES, f"{len(cases)} golden cases, but should be at least {MIN_CASES}"
+    kinds = {c.record["kind"] for c in cases}
+    assert kinds == {"canon", "generated"}, kinds
+
+
+def test_every_must_clause_is_covered_by_a_golden_case():
+    covered = {clause for case in load_all() for clause in case.clauses}
+    known = spec_clauses()
+    unknown = sorted(covered - set(known))
+    assert not unknown, f"golden cases cite clauses SPEC.md does not define: {unknown}"
+    assert set(EXEMPT_CLAUSES) <= set(known), sorted(set(EXEMPT_CLAUSES) - set(known))
+    missing = sorted(c for c, level in known.items() if level == "MUST" and c not in covered | set(EXEMPT_CLAUSES))
+    assert not missing, f"MUST clauses with no golden case and no exemption: {missing}"
+    needless = sorted(set(EXEMPT_CLAUSES) & covered)
+    assert not needless, f"exempt clauses that golden cases now cover (drop the exemption): {needless}"
+
+
+def test_a_flipped_byte_is_rejected(golden_copy):
+    path = _some_file(golden_copy)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(GoldenError, match=r"test_example_a_defaults/expected\.safetensors: sha256 .* does not match"):
+        load_all(golden_copy)
+
+
+def test_a_truncated_file_is_rejected(golden_copy):
+    path = _some_file(golden_copy, "record.json")
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(GoldenError, match=r"test_example_a_defaults/record\.json: sha256 .* does not match"):
+        load_all(golden_copy)
+
+
+def test_an_extra_unindexed_file_is_rejected(golden_copy):
+    (golden_copy / "data" / "test_example_a_defaults" / "extra.safetensors").write_bytes(b"{}")
+    with pytest.raises(GoldenError, match=r"test_example_a_defaults/extra\.safetensors: file is not in golden/index"):
+        load_all(golden_copy)
+
+
+class _Boom:
+    """A pickle payload that would record its execution if it were ever unpickled."""
+
+    def __reduce__(self):
+        return (Path.touch, (Path("/nonexistent-dir-batchspec/PICKLE-EXECUTED"),))
+
+
+def test_an_unindexed_pickle_payload_is_rejected_without_unpickling(golden_copy):
+    payload = pickle.dumps({"input_ids": _Boom()})
+    (golden_copy / "data" / "test_example_a_defaults" / "evil.pt").write_bytes(payload)
+    with pytest.raises(GoldenError, match=r"evil\.pt: file is not in golden/index"):
+        load_all(golden_copy)
+
+
+def test_an_indexed_pickle_payload_with_a_matching_hash_is_rejected(golden_copy, monkeypatch):
+    """Even a pickle that an attacker also put in the index fails as unparsable safetensors;
+    pickle and torch.load are never called."""
+    path = _some_file(golden_copy, "inputs.safetensors")
+    payload = pickle.dumps({"rows.0.tokens": _Boom()})
+    path.write_bytes(payload)
+    index_path = golden_copy / "index.json"
+    index = json.loads(index_path.read_text())
+    index["files"]["data/test_example_a_defaults/inputs.safetensors"] = hashlib.sha256(payload).hexdigest()
+    index_path.write_text(json.dumps(index))
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("golden loading called pickle/torch.load")
+
+    import torch
+
+    monkeypatch.setattr(pickle, "loads", forbidden)
+    monkeypatch.setattr(pickle, "load", forbidden)
+    monkeypatch.setattr(torch, "load", forbidden)
+    with pytest.raises(GoldenError, match=r"test_example_a_defaults/inputs\.safetensors: not a valid safetensors"):
+        load_all(golden_copy)
+
+
+def test_a_missing_indexed_file_is_rejected(golden_copy):
+    _some_file(golden_copy, "record.json").unlink()
+    with pytest.raises(GoldenError, match=r"test_example_a_defaults/record\.json: indexed but missing"):
+        load_all(golden_copy)
+
+
+def test_canon_is_never_overwritten(tmp_path):
+    """A reference that disagrees with a canon case raises before anything is written."""
+    cases = goldens.all_cases()
+    canon = next(c for c in cases if c.name == "test_example_a_defaults")
+    wrong = dict(canon.expected)
+    wrong["labels"] = wrong["labels"].clone()
+    wrong["labels"][0, 0] = 999
+    tampered = [dataclasses.replace(c, expected=wrong) if c is canon else c for c in cases]
+    root = tmp_path / "golden"
+    with pytest.raises(GoldenError, match=r"canon case .*test_example_a_defaults.*disagrees"):
+        goldens.regenerate(root, tampered)
+    assert not root.exists(), "regenerate wrote files although a canon case disagreed with the reference"
+
+
+def test_check_reports_a_stale_file(golden_copy, monkeypatch):
+    """--check fails, listing the file, when a stored file is not what regeneration gives."""
+    path = _some_file(golden_copy, "record.json")
+    path.write_bytes(path.read_bytes().replace(b"Example A", b"Example Z"))
+    problems = goldens.check(golden_copy, spec_path=golden_copy / "no-spec.md")
+    assert any("test_example_a_defaults/record.json" in p for p in problems), problems
+
+
+def test_spec_blocks_that_disagree_with_the_goldens_fail(tmp_path):
+    """SPEC.md's rendered example blocks must equal what the canon cases render."""
+    spec = tmp_path / "SPEC.md"
+    text = goldens.SPEC.read_text(encoding="utf-8")
+    assert "<!-- golden:test_example_a_defaults -->" in text
+    rendered = "int64 `[[12,13,21,22,31,32,-100,-100],"
+    assert rendered in text
+    spec.write_text(text.replace(rendered, "int64 `[[12,13,21,22,31,32,-100,-99],", 1), encoding="utf-8")
+    problems = goldens.check(spec_path=spec)
+    assert any("golden example blocks differ" in p for p in problems), problems
