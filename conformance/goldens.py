@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -188,6 +189,11 @@ def capabilities_of(function: str, options: Mapping[str, Any]) -> tuple[str, ...
         if options.get("pad_to_length") is not None:
             caps.append("unpacked")
         return tuple(caps)
+    if function == "ZephonDataLoader":
+        caps = ["zephon_loader", "convert_text_batch"]
+        if options.get("output_format") == "thd":
+            caps.append("thd")
+        return tuple(caps)
     return {
         "build_packed_sequence_metadata": ("packed_metadata",),
         "get_unpad_data": ("unpad_data",),
@@ -259,11 +265,98 @@ def _datum(impl, spec: Mapping[str, Any]):
     return impl.Datum(spec["input_ids"])
 
 
+class _StandInPipeline:
+    """A stand-in ``zephon.Pipeline`` that records how a loader drives it: ``iter()`` calls,
+    batches handed out, and how often its stream was closed. ``fail_at``: the stream raises
+    ``failure`` instead of yielding that batch."""
+
+    def __init__(self, batches: list, fail_at: int | None = None, failure: BaseException | None = None):
+        self.batches = batches
+        self.fail_at = fail_at
+        self.failure = failure
+        self.iter_calls = 0
+        self.closed = 0
+        self.taken = 0
+
+    def __iter__(self):
+        self.iter_calls += 1
+        return self._stream()
+
+    def _stream(self):
+        try:
+            for index, batch in enumerate(self.batches):
+                if index == self.fail_at:
+                    raise self.failure
+                self.taken += 1
+                yield batch
+        finally:
+            self.closed += 1
+
+
+def _run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """A ``ZephonDataLoader`` scenario: build the loader over a stand-in pipeline of
+    ``inputs["batches"]`` with ``convert_text_batch`` bound to the options, play
+    ``o["script"]`` ("next" / "iter" / "close"), and report each action's outcome and what
+    the pipeline saw. ``next`` gives the converted batch, ``"StopIteration"``, or
+    ``{"raised": type, "message": text, "same_exception": bool}``; ``iter`` gives whether
+    ``iter(loader) is loader``; ``close`` gives ``None``."""
+    batches = [_sample_batch(b) for b in inputs["batches"]]
+    before = [_payload_state(b) for b in batches]
+    failure = RuntimeError("pipeline worker failed") if o.get("fail_at") is not None else None
+    pipeline = _StandInPipeline(batches, o.get("fail_at"), failure)
+    contract = _contract(o.get("contract"))
+    output_format = o.get("output_format", "batched")
+    convert = functools.partial(impl.convert_text_batch, packing_contract=contract,
+                                ignore_index=o.get("ignore_index", -100),
+                                mask_segment_starts=o.get("mask_segment_starts", False),
+                                allow_cross_document_attention=o.get("xdoc", False), output_format=output_format)
+    seen: list = []
+    convert_failure = ValueError("conversion failed")
+
+    def convert_batch(sample_batch):
+        seen.append(sample_batch)
+        if len(seen) - 1 == o.get("convert_fails_at"):
+            raise convert_failure
+        return convert(sample_batch)
+
+    if o.get("convert") == "not_callable":
+        convert_batch = "not callable"  # type: ignore[assignment]
+    if o.get("contract_positional"):
+        loader = impl.ZephonDataLoader(pipeline, convert_batch, output_format, contract)
+    else:
+        loader = impl.ZephonDataLoader(pipeline, convert_batch, output_format, packing_contract=contract)
+    at_construction = pipeline.iter_calls
+    outcomes: list[Any] = []
+    for action in o["script"]:
+        if action == "iter":
+            outcomes.append(iter(loader) is loader)
+        elif action == "close":
+            outcomes.append(loader.close())
+        elif action == "next":
+            try:
+                outcomes.append(next(loader))
+            except StopIteration:
+                outcomes.append("StopIteration")
+            except Exception as error:  # noqa: BLE001 - recorded and compared
+                outcomes.append({"raised": type(error).__name__, "message": str(error),
+                                 "same_exception": error is failure or error is convert_failure})
+        else:
+            raise GoldenError(f"unknown loader action {action!r}")
+    out = {"outcomes": outcomes, "iter_calls_at_construction": at_construction, "iter_calls": pipeline.iter_calls,
+           "batches_taken": pipeline.taken, "stream_closed": pipeline.closed,
+           "batches_converted": len(seen), "converted_in_stream_order": all(a is b for a, b in zip(seen, batches))}
+    changed = [f"SampleBatch {i}'s payloads or tags [loader-next]" for i, (b, s) in enumerate(zip(batches, before))
+               if _payload_state(b) != s]
+    return out, changed
+
+
 def call(impl: Any, function: str, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> tuple[Any, list[str]]:
     """Call ``function`` of ``impl`` (a backend or the ``reference`` module) on decoded
     ``inputs``; return the normalized output and a list of input mutations it caused."""
     inputs = copy.deepcopy(dict(inputs))
     o = dict(options)
+    if function == "ZephonDataLoader":
+        return _run_loader(impl, inputs, o)
     if function == "convert_text_batch":
         batch = _sample_batch(inputs["rows"])
         before = _payload_state(batch)
