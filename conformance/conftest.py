@@ -2,6 +2,11 @@
 capability checks, and the clause-by-clause report.
 
 Run it with ``pytest conformance --backend=NAME [--clause-report=PATH]``.
+
+Clause statuses in the summary: ``FAIL`` (a test failed on this clause: its message names the
+clause, or names none of the test's clauses), ``pass`` (every citing test passed),
+``partial`` (some citing tests passed, others were not supported or failed on another
+clause), ``inconclusive`` (every citing test failed on another clause), ``not supported``.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -107,21 +113,40 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 )
 
 
+CITED_CLAUSE = re.compile(r"\[([a-z0-9-]+)(?=[:,\]])")
+
+
+def _failed_clauses(cited: list[str], longrepr: str) -> set[str]:
+    """The cited clauses a failure is about: those its message names in brackets
+    (``[ctb-shift: ...]``), or all cited clauses when the message names none of them."""
+    named = {m.group(1) for m in CITED_CLAUSE.finditer(longrepr)} & set(cited)
+    named |= {cid for cid in cited if re.search(rf"[\[ ,]{re.escape(cid)}[\]:,]", longrepr)}
+    return named or set(cited)
+
+
+def _reproduce_command(nodeid: str, backend_name: str) -> str:
+    path = os.environ.get("PYTHONPATH")
+    prefix = f"PYTHONPATH={path} " if path else ""
+    return f"{prefix}{sys.executable} -m pytest '{nodeid}' --backend={backend_name}"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     backend: Backend = item.config._batchspec_backend
     if report.failed:
-        report.sections.append(
-            ("batchspec", f"reproduce with: pytest '{item.nodeid}' --backend={backend.name}")
-        )
+        report.sections.append(("batchspec", f"reproduce with: {_reproduce_command(item.nodeid, backend.name)}"))
     if report.when == "call" or (report.when == "setup" and not report.passed):
+        cited = [cid for mark in item.iter_markers("clause") for cid in mark.args]
         outcome = report.outcome
         if report.skipped and NOT_SUPPORTED in str(report.longrepr):
             outcome = "not supported"
-        for mark in item.iter_markers("clause"):
-            for clause in mark.args:
-                item.config._batchspec_outcomes[clause].append((item.nodeid, outcome))
+        blamed = _failed_clauses(cited, str(report.longrepr)) if report.failed else set()
+        for clause in cited:
+            # A failure counts against the clauses it names; the test's other clauses were
+            # not shown to be broken by it.
+            clause_outcome = outcome if not report.failed or clause in blamed else "inconclusive"
+            item.config._batchspec_outcomes[clause].append((item.nodeid, clause_outcome))
     return report
 
 
@@ -136,7 +161,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         counts = defaultdict(int)
         for _, outcome in outcomes[clause]:
             counts[outcome] += 1
-        status = "FAIL" if counts.get("failed") else ("pass" if counts.get("passed") else "not supported")
+        if counts.get("failed"):
+            status = "FAIL"
+        elif counts.get("passed") and not counts.get("not supported") and not counts.get("inconclusive"):
+            status = "pass"
+        elif counts.get("passed"):
+            status = "partial"  # some of its tests were not supported or stopped on another clause
+        elif counts.get("inconclusive"):
+            status = "inconclusive"
+        else:
+            status = "not supported"
         rows.append((clause, known.get(clause, "?"), status, dict(counts)))
     terminalreporter.section(f"batchspec clauses: backend {backend.name} {backend.version}")
     for clause, level, status, counts in rows:
