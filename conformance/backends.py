@@ -34,6 +34,10 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("convert_text_batch",),
     ),
     "zephon_loader": ("ZephonDataLoader iteration and close", ("ZephonDataLoader",)),
+    "zephon_state": (
+        "ZephonDataLoader state_dict / load_state_dict (single process)",
+        ("ZephonDataLoader",),
+    ),
     "xdoc": ("allow_cross_document_attention=True / enable_xdoc_attention", ("enable_xdoc_attention",)),
     "thd": ('convert_text_batch(output_format="thd")', ("convert_text_batch",)),
     "unpacked": ("convert_text_batch(pad_to_length=..., pad_token_id=...)", ("convert_text_batch",)),

@@ -225,3 +225,42 @@ def test_unknown_output_format_is_rejected(backend, output_format):
         ValueError, ("output_format", repr(output_format)), backend.convert_text_batch, sample_batch(EXAMPLE_ROWS),
         Contract(), -100, False, False, output_format, clause="types-output-format",
     )
+
+
+OPTION_ERRORS = [
+    ("ignore-index-float", {"ignore_index": -100.5}, ("ignore_index",)),
+    ("ignore-index-none", {"ignore_index": None}, ("ignore_index",)),
+    ("ignore-index-bool", {"ignore_index": True}, ("ignore_index",)),
+    ("mask-segment-starts-str", {"mask_segment_starts": "no"}, ("mask_segment_starts",)),
+    ("mask-segment-starts-int", {"mask_segment_starts": 1}, ("mask_segment_starts",)),
+    ("xdoc-str", {"allow_cross_document_attention": "no"}, ("allow_cross_document_attention",)),
+    ("xdoc-none", {"allow_cross_document_attention": None}, ("allow_cross_document_attention",)),
+]
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-option-types")
+@pytest.mark.parametrize("case", OPTION_ERRORS, ids=[c[0] for c in OPTION_ERRORS])
+def test_option_types_are_checked(backend, case):
+    """A truthy string never switches a policy on; ignore_index must be an int."""
+    _, override, words = case
+    options = {"ignore_index": -100, "mask_segment_starts": False, "allow_cross_document_attention": False}
+    options.update(override)
+    assert_raises(TypeError, words, backend.convert_text_batch, sample_batch(EXAMPLE_ROWS), Contract(),
+                  options["ignore_index"], options["mask_segment_starts"], options["allow_cross_document_attention"],
+                  clause="ctb-option-types")
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-input-errors")
+@pytest.mark.parametrize(
+    "tokens, error",
+    [([1, None, 3], TypeError), (["1", "2", "3"], TypeError), ("abc", TypeError), ([1, 2**63, 3], ValueError)],
+    ids=["none", "strings", "string", "overflow"],
+)
+def test_unusable_token_values_name_the_record_and_field(backend, tokens, error):
+    """None, strings and values outside int64 are rejected with the record and field named."""
+    sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0), Row((1, 2, 3), (0, 1, 2), 0)])
+    sb.records[1].payload["input_ids"] = tokens
+    assert_raises(error, ("record 1", "input_ids"), backend.convert_text_batch, sb, Contract(), -100, False, False,
+                  clause="ctb-input-errors")

@@ -166,3 +166,28 @@ def test_close_releases_real_zephon_workers(backend, tmp_path):
     assert threading.active_count() <= baseline, f"{threading.active_count() - baseline} worker thread(s) still alive after close(): {leftover} [loader-close]"
     with pytest.raises(StopIteration):
         next(loader)
+
+
+class FailingToStartPipeline:
+    """A pipeline whose iter() raises, as a worker that cannot start would."""
+
+    def __init__(self):
+        self.iter_calls = 0
+
+    def __iter__(self):
+        self.iter_calls += 1
+        raise OSError("cannot start workers")
+
+
+@pytest.mark.requires("zephon_loader")
+@pytest.mark.clause("loader-failure-closes")
+def test_failure_to_start_closes_and_never_restarts(backend):
+    """If iter(pipeline) raises, the error propagates once and later next() calls stop."""
+    pipeline = FailingToStartPipeline()
+    loader = backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
+    with pytest.raises(OSError, match="cannot start workers"):
+        next(loader)
+    for _ in range(2):
+        with pytest.raises(StopIteration):
+            next(loader)
+    assert pipeline.iter_calls == 1, f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-failure-closes]"

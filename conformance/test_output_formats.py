@@ -85,6 +85,7 @@ THD_ERRORS = [
     ("interior-exclusion", long([[1, 1, 0, 1, 1]]), ("row 0",)),
     ("id-reappears", long([[1, 1, 1, 1], [1, 2, 1, 0]]), ("row 1",)),
     ("empty-row", long([[1, 1, 0], [0, 0, 0]]), ("row 1",)),
+    ("negative-id", long([[1, 1, 1], [1, -1, 2]]), ("row 1", "-1")),
 ]
 
 

@@ -11,6 +11,7 @@ from reference.attention import (
     enable_xdoc_attention,
     require_supported_packing_contract,
 )
+from reference.checkpoint import decode_state, encode_state, pipeline_fingerprint, pipeline_topology
 from reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
 from reference.datum import CROSS_ENTROPY_IGNORE_IDX, Datum, collate_datums
 from reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
@@ -46,6 +47,7 @@ BATCHSPEC_CAPABILITIES = frozenset(
         "adapt_model_inputs",
         "convert_text_batch",
         "zephon_loader",
+        "zephon_state",
         "xdoc",
         "thd",
         "unpacked",
@@ -77,6 +79,8 @@ __all__ = [
     "check_output_format",
     "collate_datums",
     "contract_requests_metadata",
+    "decode_state",
+    "encode_state",
     "convert_batch_output",
     "convert_text_batch",
     "default_collater",
@@ -84,6 +88,8 @@ __all__ = [
     "get_seqlens_in_batch",
     "get_unpad_data",
     "pack_features_for_thd",
+    "pipeline_fingerprint",
+    "pipeline_topology",
     "packed_sequence_thd_collater",
     "require_supported_packing_contract",
 ]

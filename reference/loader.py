@@ -3,17 +3,18 @@
 Mirrors upstream ``nemo_automodel/components/datasets/zephon/loader.py`` (seed 000).
 ``convert_text_batch`` turns one Zephon ``SampleBatch`` of packed rows into the final
 ``TrainingBatch``; ``ZephonDataLoader`` owns one stream of a ``zephon.Pipeline`` and yields
-converted batches. Checkpointing (``state_dict``/``load_state_dict``) is specified in a later
-revision of SPEC.md and is not part of this slice.
+converted batches. Its state (``state_dict``/``load_state_dict``) is Zephon's checkpoint in the
+envelope of ``reference.checkpoint``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from reference.attention import (
@@ -22,7 +23,17 @@ from reference.attention import (
     enable_xdoc_attention,
     require_supported_packing_contract,
 )
-from reference.output import apply_batched_output, check_output_format, convert_batch_output
+from reference.checkpoint import (
+    decode_state,
+    encode_state,
+    pipeline_fingerprint,
+    pipeline_topology,
+)
+from reference.output import (
+    apply_batched_output,
+    check_output_format,
+    convert_batch_output,
+)
 from reference.packing import BatchOutputFormat, PackedSequenceContract
 
 __all__ = ["TOKEN_FIELD_CANDIDATES", "ZephonDataLoader", "convert_text_batch"]
@@ -40,16 +51,37 @@ class _Row:
     padding_length: int
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _as_int_list(value: Any, field: str, row: int) -> list[int]:
-    """A 1-D integer sequence (list, numpy array or tensor) as a list of Python ints."""
-    tensor = torch.as_tensor(value)
-    if tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool:
-        raise TypeError(f"sample_batch record {row}: {field} must hold integers, got dtype {tensor.dtype}")
-    if tensor.ndim != 1:
-        raise ValueError(
-            f"sample_batch record {row}: {field} must be 1-D [sequence], got shape {tuple(tensor.shape)}"
-        )
-    return [int(x) for x in tensor.tolist()]
+    """A 1-D integer sequence (list, tuple, numpy array or tensor) as a list of Python ints
+    [ctb-input-errors]: non-integers raise TypeError, other shapes or values outside int64
+    raise ValueError, each naming the record and the field."""
+    where = f"sample_batch record {row}: {field}"
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        try:
+            tensor = torch.as_tensor(value)
+        except TypeError as error:  # e.g. a numpy array of objects
+            raise TypeError(f"{where} must hold integers, got a {value.dtype} array") from error
+        if tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool:
+            raise TypeError(f"{where} must hold integers, got dtype {tensor.dtype}")
+        if tensor.ndim != 1:
+            raise ValueError(f"{where} must be 1-D [sequence], got shape {tuple(tensor.shape)}")
+        values = tensor.tolist()
+    elif isinstance(value, (list, tuple)):
+        values = list(value)
+    else:
+        raise TypeError(f"{where} must be a 1-D list, numpy array or tensor of integers, got {type(value).__name__}")
+
+    for i, x in enumerate(values):
+        if isinstance(x, (list, tuple)):
+            raise ValueError(f"{where} must be 1-D [sequence], got a nested sequence at index {i}")
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+            raise TypeError(f"{where} must hold integers, got {x!r} ({type(x).__name__}) at index {i}")
+        if not INT64_MIN <= int(x) <= INT64_MAX:
+            raise ValueError(f"{where} holds {int(x)} at index {i}, outside the int64 range")
+    return [int(x) for x in values]
 
 
 def _read_row(record: Any, row: int) -> _Row:
@@ -214,8 +246,9 @@ def convert_text_batch(
 
     Raises:
         TypeError: ``sample_batch`` has no ``records``; a token field or positions hold
-            non-integers; ``padding_length``, ``pad_to_length`` or ``pad_token_id`` has the
-            wrong type; the contract's metadata flag is not a bool.
+            non-integers; ``ignore_index`` is not an int, or a policy flag not a bool;
+            ``padding_length``, ``pad_to_length`` or ``pad_token_id`` has the wrong type; the
+            contract's metadata flag is not a bool.
         ValueError: an empty batch; an empty record; rows shorter than 2 tokens; rows of
             different lengths without ``pad_to_length``; a record longer than
             ``pad_to_length``; ``pad_to_length < 2`` or without ``pad_token_id``;
@@ -225,6 +258,15 @@ def convert_text_batch(
             ``max_sequence_length``.
     """
     check_output_format(output_format)
+    # [ctb-option-types] a truthy string must never switch a policy on.
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__} {ignore_index!r}")
+    for name, flag in (
+        ("mask_segment_starts", mask_segment_starts),
+        ("allow_cross_document_attention", allow_cross_document_attention),
+    ):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
     if pad_to_length is not None:
         if isinstance(pad_to_length, bool) or not isinstance(pad_to_length, int):
             raise TypeError(f"pad_to_length must be an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}")
@@ -305,6 +347,8 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         self._component_tokens: Counter[int] = Counter()
         self._iterator: Iterator[Any] | None = None
         self._restored_checkpoint = b""
+        self._pending_state: dict | None = None  # decoded, applied at the first next()
+        self._started = False
         self._closed = False
 
     def __iter__(self) -> "ZephonDataLoader":
@@ -322,7 +366,16 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         if self._closed:
             raise StopIteration
         if self._iterator is None:
-            self._iterator = iter(self._pipeline)
+            self._started = True
+            try:
+                # [state-load-validates-first] Zephon's restore is lazy too; apply before iter().
+                if self._pending_state is not None:
+                    state, self._pending_state = self._pending_state, None
+                    self._pipeline.restore(state)
+                self._iterator = iter(self._pipeline)
+            except BaseException:
+                self.close()
+                raise
         try:
             sample_batch = next(self._iterator)
             for record in sample_batch.records:
@@ -331,6 +384,60 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         except BaseException:
             self.close()
             raise
+
+    def state_dict(self) -> dict[str, bytes]:
+        """``{"zephon": bytes}`` for the current stream position.
+
+        Before the first ``next()``: the initial ``b""`` or the bytes last loaded, without
+        touching the pipeline [state-before-start, state-roundtrip]. Once iteration started
+        (also after exhaustion and after ``close()``): ``pipeline.checkpoint()`` in the
+        envelope [state-after-start, state-envelope, state-end-of-epoch]. With
+        ``world_size > 1`` Zephon's checkpoint is collective: every rank must call this.
+        """
+        if not self._started:
+            return {"zephon": self._restored_checkpoint}
+        return {
+            "zephon": encode_state(
+                self._pipeline.checkpoint(),
+                topology=pipeline_topology(self._pipeline),
+                fingerprint=pipeline_fingerprint(self._pipeline),
+            )
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Load ``state["zephon"]`` before iteration; Zephon restores it at the first ``next()``.
+
+        Raises:
+            ValueError: ``state`` is not a Mapping or has no ``"zephon"``; ``b""`` after a
+                non-empty load [state-load-empty]; the bytes fail a check of ``decode_state``
+                (nothing is loaded then) [state-load-errors, state-fingerprint,
+                state-canonical-replicas].
+            TypeError: ``state["zephon"]`` is not bytes [state-load-errors].
+            RuntimeError: iteration already started [state-load-after-start].
+        """
+        if self._started:
+            raise RuntimeError("load_state_dict() must be called before iteration starts; this loader already started")
+        if not isinstance(state, Mapping):
+            raise ValueError(f"state must be a Mapping with a 'zephon' key, got {type(state).__name__}")  # noqa: TRY004 - SPEC: ValueError
+        if "zephon" not in state:
+            raise ValueError(f"state must hold a 'zephon' key, got keys {sorted(map(str, state))}")
+        data = state["zephon"]
+        if not isinstance(data, bytes):
+            raise TypeError(f"state['zephon'] must be bytes, got {type(data).__name__}")
+        if data == b"":
+            # [state-load-empty] b"" is a never-started stream: a no-op only on a fresh loader.
+            if self._restored_checkpoint:
+                raise ValueError("empty state requires a fresh loader; this loader already loaded a non-empty state")
+            return
+        topology = pipeline_topology(self._pipeline)
+        decoded = decode_state(
+            data,
+            expected_fingerprint=pipeline_fingerprint(self._pipeline),
+            expected_canonical_replicas=topology["canonical_replicas"],
+        )
+        # [state-load-twice] The last successful load wins.
+        self._pending_state = decoded
+        self._restored_checkpoint = data
 
     def close(self) -> None:
         """Release the pipeline's workers; idempotent [loader-close]."""

@@ -92,13 +92,15 @@ def apply_batched_output(batch: TrainingBatch, packing_contract: PackedSequenceC
 def _row_runs(row_ids: list[int], row: int) -> tuple[list[int], int]:
     """Lengths of the runs of equal positive ids of one row, and its trailing zero count.
 
-    Raises ValueError when a positive id follows a zero, an id reappears after another id,
-    or the row has no positive id [thd-errors].
+    Raises ValueError when an id is negative, a positive id follows a zero, an id reappears
+    after another id, or the row has no positive id [thd-errors].
     """
     lengths: list[int] = []
     run_ids: list[int] = []
     trailing_zeros = 0
     for i, value in enumerate(row_ids):
+        if value < 0:
+            raise ValueError(f"convert_batch_output: row {row} has a negative attention id {value} at index {i}")
         if value == 0:
             trailing_zeros += 1
             continue
@@ -139,8 +141,8 @@ def convert_batch_output(batch: TrainingBatch, output_format: str) -> TrainingBa
         The same mapping; no existing tensor is modified.
 
     Raises:
-        ValueError: unknown format; for ``"thd"``, a row with no positive id, a positive id
-            after a zero, or an id that reappears after another id.
+        ValueError: unknown format; for ``"thd"``, a negative id, a row with no positive id,
+            a positive id after a zero, or an id that reappears after another id.
     """
     check_output_format(output_format)
     if output_format == "batched":

@@ -280,3 +280,15 @@ def case_pad_token_only():
         description="pad_token_id without pad_to_length gives Example A unchanged", function="convert_text_batch",
         inputs=EXAMPLE_ROWS, options={"pad_token_id": 99}, expected=EXAMPLE_A, keys=BATCHED_KEYS,
     )
+
+
+def case_option_type_errors():
+    bad = [
+        ("ignore_index_float", {"ignore_index": -100.5}, ("ignore_index",)),
+        ("ignore_index_bool", {"ignore_index": True}, ("ignore_index",)),
+        ("mask_segment_starts_str", {"mask_segment_starts": "no"}, ("mask_segment_starts",)),
+        ("xdoc_str", {"xdoc": "no"}, ("allow_cross_document_attention",)),
+    ]
+    return [Case(name=f"test_rejects_option_{n}", clauses=("ctb-option-types",),
+                 description=f"a mistyped option raises TypeError naming it: {o}", function="convert_text_batch",
+                 inputs=EXAMPLE_ROWS, options=o, error=("TypeError", w)) for n, o, w in bad]

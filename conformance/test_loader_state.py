@@ -1,0 +1,505 @@
+"""``ZephonDataLoader`` checkpoint state (SPEC.md §11), over real in-memory Zephon pipelines.
+
+The index pipelines follow field-reports.md F16/F17: N one-token rows, ``batch(1)``, inline
+runner without prefetch; ``convert_batch`` returns each batch's row indices, so the tests
+compare streams without tensor conversion. One scenario resumes the real corpus pipeline
+through ``convert_text_batch`` and compares tensors exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance._asserts import assert_batch_equal, assert_raises
+from conformance._pipelines import corpus_pipeline
+from conformance._zephon import Contract
+
+MAGIC = b"BSZSTATE"
+HEADER = len(MAGIC) + 1 + 8
+DIGEST = 32
+HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """Zephon's catalog and aggregation scratch space under ``tmp_path``."""
+    monkeypatch.setenv("ZEPHON_CATALOG_DIR", str(tmp_path / "catalog"))
+    return tmp_path
+
+
+def index_pipeline(scratch_dir, n, chunk_size, policy, *, shuffle=False, pack=None, **options):
+    """F16/F17's pipeline: rows ``{"input_ids": [100 + i]}``, optionally ``pack_flat(*pack)``,
+    then ``batch(1)``; deterministic inline runner."""
+    from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
+
+    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(n)])})
+    work_source = StaticMixtureWorkSource(
+        [dataset], {"d": 1.0}, chunk_size=chunk_size, seed=0, shuffle_shards=False,
+        shuffle_within_shard=shuffle, exhausted_policy=policy,
+    )
+    pipeline = Pipeline(work_source)
+    if pack is not None:
+        pipeline = pipeline.pack_flat(pack[0], algorithm=pack[1], **({"num_bins": 4, "pad_token_id": 0} if pack[1] != "wrap" else {}))
+    return pipeline.batch(1).options(
+        runner="inline", prefetch_batches=0, default_stage_prefetch=0,
+        aggregate_dir=str(Path(scratch_dir) / "aggregate"), **options,
+    )
+
+
+def row_indices(sample_batch):
+    return [record.meta.sample_id[2] for record in sample_batch.records]
+
+
+def make_loader(backend, pipeline):
+    return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
+
+
+def take(loader, k):
+    return [next(loader) for _ in range(k)]
+
+
+class SpyPipeline:
+    """Delegates to a real pipeline and counts how the loader drives it."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.calls = {"iter": 0, "checkpoint": 0, "restore": 0}
+
+    def __iter__(self):
+        self.calls["iter"] += 1
+        return iter(self._inner)
+
+    def checkpoint(self):
+        self.calls["checkpoint"] += 1
+        return self._inner.checkpoint()
+
+    def restore(self, state):
+        self.calls["restore"] += 1
+        return self._inner.restore(state)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def saved_after(backend, scratch_dir, k, n=10, chunk_size=2, policy="redistribute", **kwargs):
+    """F17's L1: the state after ``k`` batches."""
+    loader = make_loader(backend, index_pipeline(scratch_dir, n, chunk_size, policy, **kwargs))
+    take(loader, k)
+    state = loader.state_dict()
+    loader.close()
+    return state
+
+
+def resign(head: bytes) -> bytes:
+    """Append a correct digest to magic + version + length + body."""
+    return head + hashlib.sha256(head).digest()
+
+
+def with_body(body: bytes, version: int = 1) -> bytes:
+    return resign(MAGIC + bytes([version]) + struct.pack(">Q", len(body)) + body)
+
+
+# --- F17: before start, round trip, iter then load, load after start ------------------------
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-before-start", "state-load-empty", "state-iter-then-load")
+def test_state_before_start_is_empty_and_builds_nothing(backend, scratch):
+    """F17: state_dict() before next() is {"zephon": b""}; iter() and loading b"" start nothing."""
+    spy = SpyPipeline(index_pipeline(scratch, 10, 2, "redistribute"))
+    loader = make_loader(backend, spy)
+    assert iter(loader) is loader
+    state = loader.state_dict()
+    assert state == {"zephon": b""}, f"state_dict()={state!r}, but should be {{'zephon': b''}} [state-before-start]"
+    loader.load_state_dict({"zephon": b""})
+    assert loader.state_dict() == {"zephon": b""}, "[state-load-empty]"
+    assert spy.calls == {"iter": 0, "checkpoint": 0, "restore": 0}, (
+        f"pipeline calls {spy.calls} before the first next(), but should be none [state-before-start]"
+    )
+    assert list(loader) == [[i] for i in range(10)], "b'' on a fresh loader must change nothing [state-load-empty]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-roundtrip", "state-exact-resume", "state-before-start", "state-after-start")
+def test_load_then_state_dict_round_trips_and_resumes(backend, scratch):
+    """F17: after 5 batches S is non-empty; a fresh loader loaded with S returns S and yields [5]..[9]."""
+    saved = saved_after(backend, scratch, 5)
+    assert isinstance(saved, dict) and list(saved) == ["zephon"], f"state_dict()={saved!r} [state-after-start]"
+    assert isinstance(saved["zephon"], bytes) and saved["zephon"], "state after start must be non-empty bytes [state-after-start]"
+    spy = SpyPipeline(index_pipeline(scratch, 10, 2, "redistribute"))
+    loader = make_loader(backend, spy)
+    loader.load_state_dict(saved)
+    again = loader.state_dict()
+    assert again == saved, "state_dict() right after a load must return exactly the loaded bytes [state-roundtrip]"
+    assert spy.calls["iter"] == 0 and spy.calls["checkpoint"] == 0, f"pipeline calls {spy.calls} [state-before-start]"
+    assert list(loader) == [[i] for i in range(5, 10)], "[state-exact-resume]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-iter-then-load", "state-exact-resume")
+def test_iter_then_load_resumes(backend, scratch):
+    """F17: it = iter(L3); L3.load_state_dict(S); list(it) gives [5]..[9]."""
+    saved = saved_after(backend, scratch, 5)
+    loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+    iterator = iter(loader)
+    loader.load_state_dict(saved)
+    assert list(iterator) == [[i] for i in range(5, 10)], "[state-iter-then-load]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-load-after-start")
+@pytest.mark.parametrize("which", ["saved", "empty"])
+def test_load_after_next_raises_runtime_error(backend, scratch, which):
+    """F17: loading anything after the first next() raises RuntimeError; the stream goes on."""
+    saved = saved_after(backend, scratch, 5) if which == "saved" else {"zephon": b""}
+    loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+    assert next(loader) == [0]
+    assert_raises(RuntimeError, (), loader.load_state_dict, saved, clause="state-load-after-start")
+    assert next(loader) == [1], "a rejected load must not disturb the stream [state-load-after-start]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-load-twice", "state-roundtrip")
+def test_loading_twice_the_last_wins(backend, scratch):
+    first, second = saved_after(backend, scratch, 2), saved_after(backend, scratch, 7)
+    loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+    loader.load_state_dict(first)
+    loader.load_state_dict(second)
+    assert loader.state_dict() == second, "[state-roundtrip]"
+    assert list(loader) == [[7], [8], [9]], "the last load must win [state-load-twice]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-after-start", "state-exact-resume")
+def test_state_after_close_covers_returned_batches(backend, scratch):
+    """A state taken after close() (mid-stream) resumes right after the last returned batch."""
+    loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+    take(loader, 3)
+    loader.close()
+    saved = loader.state_dict()
+    assert saved["zephon"], "state after close() must be non-empty bytes [state-after-start]"
+    resumed = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+    resumed.load_state_dict(saved)
+    assert list(resumed) == [[i] for i in range(3, 10)], "[state-after-start]"
+
+
+# --- F16: end of epoch, endless streams ---------------------------------------------------
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-end-of-epoch", "state-roundtrip", "state-after-start")
+@pytest.mark.parametrize("when", ["after-stop-iteration", "after-last-batch"])
+def test_end_of_epoch_state_does_not_replay(backend, scratch, when):
+    """F16 finite: N=4, redistribute, c=2; resuming the final state yields nothing."""
+    loader = make_loader(backend, index_pipeline(scratch, 4, 2, "redistribute"))
+    if when == "after-stop-iteration":
+        assert list(loader) == [[0], [1], [2], [3]]
+    else:
+        assert take(loader, 4) == [[0], [1], [2], [3]]
+    saved = loader.state_dict()
+    assert saved["zephon"], "state after the last batch must be non-empty bytes [state-after-start]"
+    resumed = make_loader(backend, index_pipeline(scratch, 4, 2, "redistribute"))
+    resumed.load_state_dict(saved)
+    assert resumed.state_dict() == saved, "[state-roundtrip]"
+    rest = list(resumed)
+    assert rest == [], f"resuming an end-of-epoch state yielded {rest}, but should yield nothing [state-end-of-epoch]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-exact-resume", "state-end-of-epoch")
+@pytest.mark.parametrize(
+    "shuffle, first_pass, continuation",
+    [
+        (False, [0, 1, 2, 3], [0, 1, 2, 3, 0, 1, 2, 3]),
+        (True, [2, 0, 1, 3], [2, 0, 3, 1, 1, 3, 2, 0]),
+    ],
+    ids=["no-shuffle", "shuffle-within-shard"],
+)
+def test_endless_stream_resumes_after_one_pass(backend, scratch, shuffle, first_pass, continuation):
+    """F16 endless: N=4, repeat, c=4; save after one pass; the next 8 batches are 5..12."""
+    loader = make_loader(backend, index_pipeline(scratch, 4, 4, "repeat", shuffle=shuffle))
+    assert take(loader, 4) == [[i] for i in first_pass]
+    saved = loader.state_dict()
+    assert take(loader, 8) == [[i] for i in continuation], "# sanity: the uninterrupted run"
+    resumed = make_loader(backend, index_pipeline(scratch, 4, 4, "repeat", shuffle=shuffle))
+    resumed.load_state_dict(saved)
+    got = take(resumed, 8)
+    assert got == [[i] for i in continuation], (
+        f"resumed {got}, but should continue with {continuation} (pass 2, not pass 1 again) [state-exact-resume]"
+    )
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-load-errors")
+@pytest.mark.parametrize(
+    "state, error",
+    [
+        ({}, ValueError),
+        ({"other": b""}, ValueError),
+        ([("zephon", b"")], ValueError),
+        (b"", ValueError),
+        (None, ValueError),
+        ({"zephon": "BSZSTATE"}, TypeError),
+        ({"zephon": None}, TypeError),
+        ({"zephon": bytearray(b"x")}, TypeError),
+    ],
+    ids=["empty-dict", "missing-key", "list", "bytes", "none", "str-value", "none-value", "bytearray-value"],
+)
+def test_malformed_state_mapping_is_rejected(backend, scratch, state, error):
+    loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+    assert_raises(error, (), loader.load_state_dict, state, clause="state-load-errors")
+    assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-errors]"
+    assert list(loader) == [[i] for i in range(10)]
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-load-empty")
+def test_empty_state_after_a_non_empty_load_is_rejected(backend, scratch):
+    saved = saved_after(backend, scratch, 5)
+    loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+    loader.load_state_dict(saved)
+    assert_raises(ValueError, ("fresh",), loader.load_state_dict, {"zephon": b""}, clause="state-load-empty")
+    assert loader.state_dict() == saved
+    assert list(loader) == [[i] for i in range(5, 10)], "[state-load-empty]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-fingerprint", "state-load-validates-first")
+@pytest.mark.parametrize("other", [(6, "wrap"), (8, "first_fit")], ids=["max-length", "algorithm"])
+def test_fingerprint_mismatch_names_both_fingerprints(backend, scratch, other):
+    """A state saved by pack_flat(8, "wrap") does not load into another packing (Zephon
+    would resume it into an empty stream)."""
+    saved = saved_after(backend, scratch, 1, n=40, chunk_size=8, pack=(8, "wrap"))
+    spy = SpyPipeline(index_pipeline(scratch, 40, 8, "redistribute", pack=other))
+    loader = make_loader(backend, spy)
+    error = assert_raises(ValueError, ("fingerprint mismatch",), loader.load_state_dict, saved, clause="state-fingerprint")
+    named = set(HEX64.findall(str(error)))
+    assert len(named) == 2, f"message {str(error)!r} should name both sha256 fingerprints [state-fingerprint]"
+    assert str(error).startswith("fingerprint mismatch"), "[state-load-validates-first]"
+    assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-validates-first]"
+    assert spy.calls["restore"] == 0, "nothing may be restored from a rejected state [state-load-validates-first]"
+    assert len(list(loader)) > 0, "the loader must still run from the start [state-load-validates-first]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-fingerprint", "state-exact-resume")
+def test_fingerprint_ignores_runtime_options(backend, scratch):
+    """Runtime options (runner, prefetch, aggregate_dir, run_id) do not change the fingerprint."""
+    saved = saved_after(backend, scratch, 4)
+    pipeline = index_pipeline(scratch / "other", 10, 2, "redistribute", run_id="another-run")
+    loader = make_loader(backend, pipeline)
+    loader.load_state_dict(saved)
+    assert list(loader) == [[i] for i in range(4, 10)], "[state-fingerprint]"
+
+
+_SUBPROCESS = """
+import json, os, sys
+sys.path.insert(0, {root!r})
+from conformance.backends import load_backend
+from conformance.test_loader_state import index_pipeline, make_loader, take
+backend = load_backend({backend!r})
+loader = make_loader(backend, index_pipeline({scratch!r}, 40, 8, "redistribute", pack=(8, "wrap")))
+take(loader, 2)
+sys.stdout.write(loader.state_dict()["zephon"].hex())
+"""
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-fingerprint", "state-envelope", "state-exact-resume")
+def test_state_is_identical_across_processes(backend, scratch):
+    """Two processes with different hash seeds save byte-identical states, which load here."""
+    outputs = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, ZEPHON_CATALOG_DIR=str(scratch / f"catalog{seed}"))
+        code = _SUBPROCESS.format(root=str(ROOT), backend=backend.name, scratch=str(scratch / f"p{seed}"))
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs.append(bytes.fromhex(done.stdout.strip()))
+    assert outputs[0] == outputs[1], "equal states saved in two processes must be equal bytes [state-envelope, state-fingerprint]"
+    here = make_loader(backend, index_pipeline(scratch, 40, 8, "redistribute", pack=(8, "wrap")))
+    uninterrupted = make_loader(backend, index_pipeline(scratch, 40, 8, "redistribute", pack=(8, "wrap")))
+    here.load_state_dict({"zephon": outputs[0]})
+    assert list(here) == list(uninterrupted)[2:], "[state-exact-resume]"
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-canonical-replicas", "state-load-validates-first")
+def test_canonical_replicas_change_names_both_values(backend, scratch):
+    saved = saved_after(backend, scratch, 2, n=12, canonical_replicas=2)
+    loader = make_loader(backend, index_pipeline(scratch, 12, 2, "redistribute", canonical_replicas=3))
+    error = assert_raises(
+        ValueError, ("canonical_replicas changed", "2", "3"), loader.load_state_dict, saved,
+        clause="state-canonical-replicas",
+    )
+    assert str(error).startswith("canonical_replicas changed"), "[state-load-validates-first]"
+    assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
+    same = make_loader(backend, index_pipeline(scratch, 12, 2, "redistribute", canonical_replicas=2))
+    same.load_state_dict(saved)
+    assert len(list(same)) == 10, "the same canonical_replicas resumes the remaining 10 rows [state-canonical-replicas]"
+
+
+# --- envelope -----------------------------------------------------------------------------
+
+
+def _flip_body(data):
+    return data[:HEADER] + bytes([data[HEADER] ^ 0x01]) + data[HEADER + 1:]
+
+
+def _raise_version(data):
+    return data[: len(MAGIC)] + bytes([data[len(MAGIC)] + 1]) + data[len(MAGIC) + 1:]
+
+
+def _garbage_body(data):
+    return with_body(b"\xff not json {")
+
+
+def _missing_keys(data):
+    return with_body(json.dumps({"state": {}}).encode())
+
+
+def _mistyped_topology(data):
+    body = json.loads(data[HEADER:-DIGEST])
+    body["topology"]["canonical_replicas"] = "1"
+    return with_body(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-envelope", "state-load-validates-first")
+@pytest.mark.parametrize(
+    "tamper, check, words",
+    [
+        (_flip_body, "checksum mismatch", ()),
+        (lambda d: d[:-1], "truncated", ()),
+        (lambda d: d[:10], "truncated", ()),
+        (lambda d: d + b"\x00", "truncated", ()),
+        (lambda d: b"XSZSTATE" + d[len(MAGIC):], "bad magic", ()),
+        (_raise_version, "unsupported version", ("2", "1")),
+        (_garbage_body, "malformed body", ()),
+        (_missing_keys, "malformed body", ()),
+        (_mistyped_topology, "malformed body", ()),
+    ],
+    ids=["flip-body", "drop-last-byte", "cut-header", "extra-byte", "magic", "version", "garbage-json",
+         "missing-keys", "mistyped-topology"],
+)
+def test_tampered_envelope_is_rejected_by_name(backend, scratch, tamper, check, words):
+    saved = saved_after(backend, scratch, 5)
+    data = saved["zephon"]
+    assert data[: len(MAGIC)] == MAGIC and data[len(MAGIC)] == 1, "envelope header [state-envelope]"
+    (length,) = struct.unpack(">Q", data[len(MAGIC) + 1:HEADER])
+    assert len(data) == HEADER + length + DIGEST, "[state-envelope]"
+    assert hashlib.sha256(data[:-DIGEST]).digest() == data[-DIGEST:], "digest of everything before it [state-envelope]"
+    body = data[HEADER:-DIGEST]
+    assert body == json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode(), (
+        "the body must be canonical JSON [state-envelope]"
+    )
+    assert sorted(json.loads(body)) == ["fingerprint", "state", "topology"], "[state-envelope]"
+
+    loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+    error = assert_raises(ValueError, (check, *words), loader.load_state_dict, {"zephon": tamper(data)}, clause="state-envelope")
+    assert str(error).startswith(check), f"message {str(error)!r} should start with {check!r} [state-load-validates-first]"
+    assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
+    loader.load_state_dict(saved)
+    assert list(loader) == [[i] for i in range(5, 10)], "a correct state still loads [state-load-validates-first]"
+
+
+_mutation = st.one_of(
+    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
+    st.tuples(st.just("truncate"), st.integers(0, 10**6)),
+    st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=16)),
+    st.tuples(st.just("splice"), st.integers(0, 10**6), st.integers(0, 64), st.binary(max_size=16)),
+)
+
+
+def _mutate(data: bytes, mutations) -> bytes:
+    for mutation in mutations:
+        kind, at = mutation[0], mutation[1] % (len(data) + 1)
+        if kind == "flip" and data:
+            at %= len(data)
+            data = data[:at] + bytes([data[at] ^ mutation[2]]) + data[at + 1:]
+        elif kind == "truncate":
+            data = data[:at]
+        elif kind == "insert":
+            data = data[:at] + mutation[2] + data[at:]
+        elif kind == "splice":
+            data = data[:at] + mutation[3] + data[at + mutation[2]:]
+    return data
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-load-validates-first", "state-envelope", "state-exact-resume")
+def test_random_and_mutated_bytes_raise_only_value_error(backend, scratch):
+    """Random bytes and flips, truncations, insertions and splices of a valid state raise
+    only ValueError; afterwards the same loader accepts the valid state and resumes exactly."""
+    saved = saved_after(backend, scratch, 5)
+    valid = saved["zephon"]
+    loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
+
+    @given(st.one_of(st.binary(max_size=200), st.lists(_mutation, min_size=1, max_size=4).map(lambda m: _mutate(valid, m))))
+    def feed(data):
+        if data == valid:
+            return
+        try:
+            loader.load_state_dict({"zephon": data})
+        except ValueError:
+            pass
+        except Exception as error:
+            raise AssertionError(
+                f"{len(data)} mutated bytes raised {type(error).__name__}({error}), but only ValueError is allowed "
+                "[state-load-validates-first]"
+            ) from error
+        else:
+            assert data == b"", f"{data[:40]!r}... was accepted, but should be rejected [state-envelope]"
+        assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-validates-first]"
+
+    feed()
+    loader.load_state_dict(saved)
+    assert list(loader) == [[i] for i in range(5, 10)], "[state-exact-resume]"
+
+
+# --- the real corpus pipeline and convert_text_batch ---------------------------------------
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state", "convert_text_batch")
+@pytest.mark.clause("state-exact-resume", "state-after-start", "state-roundtrip")
+def test_corpus_pipeline_resumes_exactly(backend, scratch):
+    """Save after k=3 batches of the tokenized, packed corpus; a fresh loader continues the
+    uninterrupted run batch for batch, tensors equal exactly."""
+    convert = functools.partial(
+        backend.convert_text_batch, packing_contract=Contract(), ignore_index=-100,
+        mask_segment_starts=True, allow_cross_document_attention=False,
+    )
+
+    def loader():
+        pipeline = corpus_pipeline(scratch, seq_len=128, batch_size=2, exhausted_policy="repeat")
+        return backend.ZephonDataLoader(pipeline, convert, packing_contract=Contract())
+
+    first = loader()
+    take(first, 3)
+    saved = first.state_dict()
+    expected = take(first, 5)
+    first.close()
+
+    resumed = loader()
+    resumed.load_state_dict(saved)
+    assert resumed.state_dict() == saved, "[state-roundtrip]"
+    for k, want in enumerate(expected):
+        got = next(resumed)
+        assert list(got) == list(want), f"batch {4 + k}: keys {list(got)}, but should be {list(want)} [state-exact-resume]"
+        assert_batch_equal(got, want, clause="state-exact-resume", call=f"batch {4 + k} after resume")
+    resumed.close()
