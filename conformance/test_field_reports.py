@@ -4,8 +4,8 @@ Each test restates one public field report (F01-F15) as an input to our contract
 expected value is a literal copied from the field report (produced there by Zephon 0.2.0 or
 upstream nemo-automodel 0.7.0 code and checked by hand), or, for the reports' metamorphic
 lines, written here by hand from the same rules; none is computed by a backend.
-``collate_datums``/``Datum`` parts (F05, F06, F08, F11, F12, F15) and loader state (F16-F18)
-belong to later revisions of SPEC.md and are not tested here.
+The ``collate_datums``/``Datum`` parts (F05, F06, F08, F11, F12, F15) are in
+``test_datum.py``; loader state (F16, F17) is in ``test_loader_state.py``.
 """
 
 from __future__ import annotations
