@@ -14,7 +14,7 @@ from pathlib import Path
 
 from conformance._corpus import PAD_ID, SHARD_DIR, CorpusTokenizer
 
-__all__ = ["corpus_pipeline"]
+__all__ = ["RecordingPipeline", "corpus_pipeline"]
 
 
 def corpus_pipeline(
@@ -57,3 +57,31 @@ def corpus_pipeline(
         .batch(batch_size)
         .options(**options)
     )
+
+
+class RecordingPipeline:
+    """A stand-in pipeline over a list of ``SampleBatch``es that records how a loader drives
+    it: ``iter()`` calls, batches handed out (``taken``) and how often its stream was closed.
+    With ``fail_at``, the stream raises ``failure`` instead of yielding that batch."""
+
+    def __init__(self, batches: list, fail_at: int | None = None, failure: BaseException | None = None):
+        self.batches = list(batches)
+        self.fail_at = fail_at
+        self.failure = failure if failure is not None else RuntimeError("pipeline worker failed")
+        self.iter_calls = 0
+        self.closed = 0
+        self.taken = 0
+
+    def __iter__(self):
+        self.iter_calls += 1
+        return self._stream()
+
+    def _stream(self):
+        try:
+            for index, batch in enumerate(self.batches):
+                if index == self.fail_at:
+                    raise self.failure
+                self.taken += 1
+                yield batch
+        finally:
+            self.closed += 1

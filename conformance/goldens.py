@@ -41,6 +41,8 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from conformance._asserts import assert_raises, assert_tensor_equal, summary
+from conformance._examples import long
+from conformance._pipelines import RecordingPipeline
 from conformance._zephon import Contract, Row, sample_batch
 
 __all__ = [
@@ -96,22 +98,6 @@ class Case:
     @property
     def kind(self) -> str:
         return "canon" if self.expected is not None or self.error is not None else "generated"
-
-
-def long(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int64)
-
-
-def int32(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int32)
-
-
-def bools(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.bool)
-
-
-def f32(values) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.float32)
 
 
 def block_mask(*rows: str) -> torch.Tensor:
@@ -265,34 +251,6 @@ def _datum(impl, spec: Mapping[str, Any]):
     return impl.Datum(spec["input_ids"])
 
 
-class _StandInPipeline:
-    """A stand-in ``zephon.Pipeline`` that records how a loader drives it: ``iter()`` calls,
-    batches handed out, and how often its stream was closed. ``fail_at``: the stream raises
-    ``failure`` instead of yielding that batch."""
-
-    def __init__(self, batches: list, fail_at: int | None = None, failure: BaseException | None = None):
-        self.batches = batches
-        self.fail_at = fail_at
-        self.failure = failure
-        self.iter_calls = 0
-        self.closed = 0
-        self.taken = 0
-
-    def __iter__(self):
-        self.iter_calls += 1
-        return self._stream()
-
-    def _stream(self):
-        try:
-            for index, batch in enumerate(self.batches):
-                if index == self.fail_at:
-                    raise self.failure
-                self.taken += 1
-                yield batch
-        finally:
-            self.closed += 1
-
-
 def _run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> tuple[Any, list[str]]:
     """A ``ZephonDataLoader`` scenario: build the loader over a stand-in pipeline of
     ``inputs["batches"]`` with ``convert_text_batch`` bound to the options, play
@@ -303,7 +261,7 @@ def _run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> t
     batches = [_sample_batch(b) for b in inputs["batches"]]
     before = [_payload_state(b) for b in batches]
     failure = RuntimeError("pipeline worker failed") if o.get("fail_at") is not None else None
-    pipeline = _StandInPipeline(batches, o.get("fail_at"), failure)
+    pipeline = RecordingPipeline(batches, o.get("fail_at"), failure)
     contract = _contract(o.get("contract"))
     output_format = o.get("output_format", "batched")
     convert = functools.partial(impl.convert_text_batch, packing_contract=contract,

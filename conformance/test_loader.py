@@ -9,33 +9,8 @@ import time
 import pytest
 
 from conformance._asserts import assert_raises
-from conformance._pipelines import corpus_pipeline
+from conformance._pipelines import RecordingPipeline, corpus_pipeline
 from conformance._zephon import Contract, packed_row, sample_batch
-
-
-class RecordingPipeline:
-    """A stand-in pipeline that records how the loader drives it."""
-
-    def __init__(self, batches, fail_at=None):
-        self.batches = list(batches)
-        self.fail_at = fail_at
-        self.iter_calls = 0
-        self.closed = 0
-        self.taken = 0
-
-    def __iter__(self):
-        self.iter_calls += 1
-        return self._stream()
-
-    def _stream(self):
-        try:
-            for index, batch in enumerate(self.batches):
-                if index == self.fail_at:
-                    raise RuntimeError("pipeline worker failed")
-                self.taken += 1
-                yield batch
-        finally:
-            self.closed += 1
 
 
 def three_batches():

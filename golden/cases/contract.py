@@ -3,8 +3,9 @@ and the minimal structural contract accepted by ``convert_text_batch``. Hand-wri
 
 from __future__ import annotations
 
+from conformance._examples import long
 from conformance._zephon import Row
-from conformance.goldens import Case, long, rows
+from conformance.goldens import Case, rows
 
 VALID = ("contract-validation", "types-contract", "types-mask-type")
 

@@ -10,7 +10,8 @@ import random
 
 import torch
 
-from conformance.goldens import Case, bools, f32, long
+from conformance._examples import bools, f32, long
+from conformance.goldens import Case
 
 F, T = False, True
 X = -100

@@ -18,8 +18,9 @@ import random
 import tempfile
 from pathlib import Path
 
+from conformance._examples import long
 from conformance._zephon import Row, packed_row, rows_of
-from conformance.goldens import Case, long
+from conformance.goldens import Case
 
 DOC_IDS = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": False}
 

@@ -11,7 +11,8 @@ import random
 
 import torch
 
-from conformance.goldens import Case, bools, int32, long
+from conformance._examples import bools, int32, long
+from conformance.goldens import Case
 
 META = ("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")
 UNPAD = ("unpad-binary", "unpad-indexed", "unpad-outputs")

@@ -10,7 +10,8 @@ import random
 
 import torch
 
-from conformance.goldens import Case, bools, long
+from conformance._examples import bools, long
+from conformance.goldens import Case
 
 F, T = False, True
 IDS = long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]])
