@@ -1,0 +1,136 @@
+"""Multi-rank ``ZephonDataLoader`` state scenarios, written once for any launcher.
+
+Every rank process calls ``run_phase(group, backend, params, out_dir)``. ``group`` is any
+object with ``rank``, ``world_size`` and ``allgather(obj) -> list`` (see ``Group``); the MPI
+launcher (``conformance.multirank.mpi_main``) provides one over mpi4py, and a
+torch.distributed launcher can provide another over ``all_gather_object``.
+
+Each rank builds its own in-memory Zephon pipeline (field-reports.md F18: N one-token rows
+``{"input_ids": [100 + i]}``, ``chunk_size=1``, ``"redistribute"``, ``batch(1)``, inline
+runner without prefetch) with its coordination identity (``world_size``, ``global_rank``) and
+data identity (``dp_degree``, ``dp_group_id = rank // tp``), wraps it in the backend's
+``ZephonDataLoader`` whose ``convert_batch`` returns each batch's row indices, and writes its
+results as JSON to ``out_dir/rank{rank}.json``. The pytest side (``test_multirank.py``)
+checks them.
+
+A phase (one launcher job) does, per rank, in this order:
+
+1. ``uninterrupted``: a loader over a fresh pipeline (own ``run_id``) read to exhaustion,
+   never checkpointed: the reference stream of this rank in this topology.
+2. The phase loader (another ``run_id``): optionally ``load_state_dict`` of ``load`` (a file
+   of state bytes), then ``take`` batches (``None``: to exhaustion), then, when ``save`` is
+   set, ``state_dict()`` on every rank (collective; ranks in ``skip_state`` never call it),
+   writing ``state_r{rank}.bin`` and recording its sha256 and everyone's sha256 (allgather).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["DEFAULTS", "Group", "build_pipeline", "row_indices", "run_phase"]
+
+DEFAULTS: dict[str, Any] = {
+    "n": 16,  # rows
+    "canonical_replicas": 4,
+    "tp": 1,  # ranks per data-parallel group (TP/PP peers)
+    "take": None,  # batches the phase loader takes; None: to exhaustion
+    "load": None,  # path of state bytes to load before iterating
+    "save": False,  # call state_dict() after taking
+    "uninterrupted": False,  # also read a fresh loader to exhaustion
+    "skip_state": [],  # ranks that never call state_dict()
+    "aggregate_timeout_s": 30.0,
+    "run_id": "phase",
+}
+
+
+class Group(Protocol):
+    """The collective helper a launcher provides."""
+
+    rank: int
+    world_size: int
+
+    def allgather(self, obj: Any) -> list[Any]: ...
+
+
+def row_indices(sample_batch) -> list[int]:
+    """``convert_batch``: the batch's row indices (F16–F18)."""
+    return [record.meta.sample_id[2] for record in sample_batch.records]
+
+
+def build_pipeline(group: Group, params: dict, run_id: str):
+    """F18's pipeline for this rank's topology."""
+    from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
+
+    n, tp = params["n"], params["tp"]
+    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(n)])})
+    work_source = StaticMixtureWorkSource(
+        [dataset], {"d": 1.0}, chunk_size=1, seed=0, shuffle_shards=False, exhausted_policy="redistribute",
+    )
+    return Pipeline(work_source).batch(1).options(
+        runner="inline", prefetch_batches=0, default_stage_prefetch=0,
+        world_size=group.world_size, global_rank=group.rank,
+        dp_degree=group.world_size // tp, dp_group_id=group.rank // tp,
+        canonical_replicas=params["canonical_replicas"],
+        aggregate_dir=str(Path(params["aggregate_dir"])), run_id=run_id,
+        aggregate_timeout_s=params["aggregate_timeout_s"],
+    )
+
+
+def _loader(backend, group: Group, params: dict, run_id: str):
+    from conformance._zephon import Contract
+
+    return backend.ZephonDataLoader(build_pipeline(group, params, run_id), row_indices, packing_contract=Contract())
+
+
+def _take(loader, k: int | None) -> list[list[int]]:
+    if k is None:
+        return list(loader)
+    return [next(loader) for _ in range(k)]
+
+
+def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
+    """Run one phase on this rank; write ``rank{rank}.json``; return whether it succeeded.
+
+    The JSON holds ``uninterrupted`` and ``batches`` (lists of row-index lists), ``loaded``
+    (whether ``state_dict()`` right after the load returned the loaded bytes),
+    ``state_sha256`` and ``all_state_sha256`` (everyone's, by rank), ``error`` (the traceback
+    of the first failure, or ``None``) and ``state_seconds`` (how long ``state_dict()`` took,
+    also when it failed).
+    """
+    params = {**DEFAULTS, **params}
+    out_dir = Path(out_dir)
+    result: dict[str, Any] = {"rank": group.rank, "world_size": group.world_size, "error": None}
+    state: bytes | None = None
+    try:
+        if params["uninterrupted"]:
+            reference = _loader(backend, group, params, f"{params['run_id']}-uninterrupted")
+            result["uninterrupted"] = _take(reference, None)
+            reference.close()
+        loader = _loader(backend, group, params, params["run_id"])
+        if params["load"] is not None:
+            loaded = Path(params["load"]).read_bytes()
+            loader.load_state_dict({"zephon": loaded})
+            result["loaded"] = loader.state_dict() == {"zephon": loaded}
+        result["batches"] = _take(loader, params["take"])
+        if params["save"] and group.rank not in params["skip_state"]:
+            started = time.monotonic()
+            try:
+                state = loader.state_dict()["zephon"]
+            finally:
+                result["state_seconds"] = round(time.monotonic() - started, 3)
+            (out_dir / f"state_r{group.rank}.bin").write_bytes(state)
+            result["state_sha256"] = hashlib.sha256(state).hexdigest()
+        loader.close()
+    except BaseException:  # noqa: BLE001 - reported to the test, never left to hang the job
+        result["error"] = traceback.format_exc()
+    # Everyone reaches this collective, also after a failure, so a failing rank cannot hang
+    # the others here.
+    if params["save"]:
+        result["all_state_sha256"] = group.allgather(result.get("state_sha256"))
+    (out_dir / f"rank{group.rank}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return result["error"] is None
