@@ -9,7 +9,7 @@ from conformance._zephon import Contract, Row, sample_batch
 
 __all__ = [
     "EXAMPLE_A", "EXAMPLE_IDS", "EXAMPLE_ROWS", "F", "T", "bools", "convert", "f32", "int32", "long",
-    "mask_from_strings",
+    "block_mask",
 ]
 
 F, T = False, True
@@ -22,10 +22,10 @@ EXAMPLE_ROWS = [
 EXAMPLE_IDS = [[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]
 
 # Example A's block-causal mask, written per query row: "1" = the query may attend to that key.
-EXAMPLE_A_MASK = [
-    ["1.......", "11......", "111.....", "...1....", "...11...", ".....1..", ".....11.", "........"],
-    ["1.......", "11......", "111.....", "1111....", "11111...", ".....1..", ".....11.", ".....111"],
-]
+EXAMPLE_A_MASK = (
+    "1....... 11...... 111..... ...1.... ...11... .....1.. .....11. ........",
+    "1....... 11...... 111..... 1111.... 11111... .....1.. .....11. .....111",
+)
 
 
 def long(values) -> torch.Tensor:
@@ -48,8 +48,10 @@ def bools(values) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.bool)
 
 
-def mask_from_strings(rows: list[list[str]]) -> torch.Tensor:
-    return torch.tensor([[[[c == "1" for c in q] for q in row]] for row in rows], dtype=torch.bool)
+def block_mask(*rows: str) -> torch.Tensor:
+    """bool ``[B, 1, S, S]`` from one string per batch row, written one query row per word:
+    ``block_mask("1.. 11. ...")`` is a row whose third query attends to nothing."""
+    return torch.tensor([[[[c == "1" for c in q] for q in row.split()]] for row in rows], dtype=torch.bool)
 
 
 def convert(backend, rows, contract=Contract(), *, ignore_index=-100, mask_segment_starts=False, xdoc=False,
@@ -69,7 +71,7 @@ EXAMPLE_A = {
     "document_ids": long(EXAMPLE_IDS),
     "attention_document_ids": long(EXAMPLE_IDS),
     "_packed_seq_ids": long(EXAMPLE_IDS),
-    "attention_mask": mask_from_strings(EXAMPLE_A_MASK),
+    "attention_mask": block_mask(*EXAMPLE_A_MASK),
 }
 
 

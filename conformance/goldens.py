@@ -100,12 +100,6 @@ class Case:
         return "canon" if self.expected is not None or self.error is not None else "generated"
 
 
-def block_mask(*rows: str) -> torch.Tensor:
-    """bool ``[B, 1, S, S]`` from one string per batch row, one query row per word:
-    ``block_mask("1.. 11. ...")``."""
-    return torch.tensor([[[[c == "1" for c in q] for q in row.split()]] for row in rows], dtype=torch.bool)
-
-
 def rows(*rows: Row | Mapping[str, Any], **common: Any) -> dict[str, Any]:
     """``convert_text_batch`` inputs: each ``Row`` (or ``{"row": Row, <record options>}``)
     becomes ``{"tokens": int64, "positions": int64 | None, "padding_length": int | None, ...}``.

@@ -13,8 +13,17 @@ import pytest
 import torch
 
 from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
-from conformance._examples import EXAMPLE_A, EXAMPLE_IDS, EXAMPLE_ROWS, F, T, convert, long
+from conformance._examples import (
+    EXAMPLE_A,
+    EXAMPLE_IDS,
+    EXAMPLE_ROWS,
+    F,
+    T,
+    convert,
+    long,
+)
 from conformance._zephon import Contract, Row, describe_rows, packed_row, sample_batch
+
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause(

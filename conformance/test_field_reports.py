@@ -17,7 +17,7 @@ import torch
 from zephon import SampleBatch
 
 from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
-from conformance._examples import bools, int32, long
+from conformance._examples import block_mask, bools, int32, long
 from conformance._zephon import Contract, Row, describe_rows, sample_batch
 
 F, T = False, True
@@ -38,12 +38,6 @@ def R(tok: Sequence[int], pos: Sequence[int], pad: int) -> Row:
 def R0(tok: Sequence[int]) -> Row:
     """An unpacked record: no positions and no packing tag."""
     return Row(tuple(tok), None, None)
-
-
-def block_mask(*rows: str) -> torch.Tensor:
-    """bool ``[B, 1, S, S]`` from one string per batch row, written one query row at a time:
-    ``block_mask("1.. 11. ...")`` is a row whose third query attends to nothing."""
-    return torch.tensor([[[[c == "1" for c in query] for query in row.split()]] for row in rows], dtype=torch.bool)
 
 
 def ids3(values) -> dict[str, torch.Tensor]:

@@ -18,7 +18,11 @@ from hypothesis import strategies as st
 import reference
 from conformance import _strategies as cs
 from conformance._asserts import assert_batch_equal, assert_tensor_equal
-from conformance._invariants import check_converted_batch, expected_packed_metadata, expected_unpad_data
+from conformance._invariants import (
+    check_converted_batch,
+    expected_packed_metadata,
+    expected_unpad_data,
+)
 from conformance._zephon import describe_rows, sample_batch
 
 

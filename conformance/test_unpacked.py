@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conformance._asserts import assert_batch_equal, assert_raises
-from conformance._examples import EXAMPLE_ROWS, F, T, convert, long, mask_from_strings
+from conformance._examples import EXAMPLE_ROWS, F, T, block_mask, convert, long
 from conformance._zephon import Contract, Row
 
 DOCUMENTS = [Row((5, 6, 7), None, None), Row((8, 9, 10, 11, 12), None, None)]
@@ -19,10 +19,10 @@ EXAMPLE_E = {
     "document_ids": long([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]),
     "attention_document_ids": long([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]),
     "_packed_seq_ids": long([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]),
-    "attention_mask": mask_from_strings([
-        ["1....", "11...", "111..", ".....", "....."],
-        ["1....", "11...", "111..", "1111.", "11111"],
-    ]),
+    "attention_mask": block_mask(
+        "1.... 11... 111.. ..... .....",
+        "1.... 11... 111.. 1111. 11111",
+    ),
 }
 
 

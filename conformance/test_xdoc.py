@@ -8,7 +8,16 @@ import pytest
 import torch
 
 from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
-from conformance._examples import EXAMPLE_A, EXAMPLE_IDS, EXAMPLE_ROWS, F, T, convert, long, mask_from_strings
+from conformance._examples import (
+    EXAMPLE_A,
+    EXAMPLE_IDS,
+    EXAMPLE_ROWS,
+    F,
+    T,
+    block_mask,
+    convert,
+    long,
+)
 from conformance._zephon import Contract
 
 JOINED_IDS = [[1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 1]]
@@ -17,10 +26,10 @@ EXAMPLE_C = {
     "position_ids": long([[0, 1, 2, 3, 4, 5, 6, 0], [0, 1, 2, 3, 4, 5, 6, 7]]),
     "attention_document_ids": long(JOINED_IDS),
     "_packed_seq_ids": long(JOINED_IDS),
-    "attention_mask": mask_from_strings([
-        ["1.......", "11......", "111.....", "1111....", "11111...", "111111..", "1111111.", "........"],
-        ["1.......", "11......", "111.....", "1111....", "11111...", "111111..", "1111111.", "11111111"],
-    ]),
+    "attention_mask": block_mask(
+        "1....... 11...... 111..... 1111.... 11111... 111111.. 1111111. ........",
+        "1....... 11...... 111..... 1111.... 11111... 111111.. 1111111. 11111111",
+    ),
 }
 
 

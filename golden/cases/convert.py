@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from conformance._examples import bools, int32, long
+from conformance._examples import block_mask, bools, int32, long
 from conformance._zephon import Row, packed_row
-from conformance.goldens import Case, block_mask, rows
+from conformance.goldens import Case, rows
 
 F, T = False, True
 EXAMPLE_ROWS = rows(

@@ -6,9 +6,9 @@ The ``collate_datums`` parts of the reports live in datum.py.
 
 from __future__ import annotations
 
-from conformance._examples import bools, int32, long
+from conformance._examples import block_mask, bools, int32, long
 from conformance._zephon import Row
-from conformance.goldens import Case, block_mask, rows
+from conformance.goldens import Case, rows
 
 F, T = False, True
 META = {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": True}
