@@ -1,10 +1,13 @@
-"""Real Zephon pipelines over the committed corpus, for loader and real-data scenarios.
+"""Pipelines for loader, checkpoint-state and real-data scenarios.
 
-One builder, so every scenario reads the same data the same way: the Node.js API corpus
-(``golden/corpus/nodejs-api``) → ``tokenize`` with the committed BPE (BOS/EOS bracketing,
-long documents split) → ``pack_flat(seq_len + 1, first_fit)`` → ``batch(batch_size)``.
-Deterministic: inline runner, no prefetch, fixed seed. Zephon's scratch state goes under
-``scratch_dir`` (never the shared ``$TMPDIR``).
+``corpus_pipeline``: one builder, so every scenario reads the same data the same way: the
+Node.js API corpus (``golden/corpus/nodejs-api``) → ``tokenize`` with the committed BPE
+(BOS/EOS bracketing, long documents split) → ``pack_flat(seq_len + 1, first_fit)`` →
+``batch(batch_size)``. ``index_pipeline``: field-reports.md F16/F17's small in-memory
+pipeline of one-token rows, read with ``row_indices`` as ``convert_batch``. Both are
+deterministic: inline runner, no prefetch, fixed seed. Zephon's scratch state goes under
+``scratch_dir`` (never the shared ``$TMPDIR``). ``RecordingPipeline`` (a stand-in) and
+``SpyPipeline`` (around a real one) record how a loader drives them.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 from conformance._corpus import PAD_ID, SHARD_DIR, CorpusTokenizer
 
-__all__ = ["RecordingPipeline", "corpus_pipeline"]
+__all__ = ["RecordingPipeline", "SpyPipeline", "corpus_pipeline", "index_pipeline", "row_indices"]
 
 
 def corpus_pipeline(
@@ -85,3 +88,51 @@ class RecordingPipeline:
                 yield batch
         finally:
             self.closed += 1
+
+
+def index_pipeline(scratch_dir, n, chunk_size, policy, *, shuffle=False, pack=None, batch_size=1, **options):
+    """F16/F17's pipeline: rows ``{"input_ids": [100 + i]}``, optionally ``pack_flat(*pack)``,
+    then ``batch(batch_size)``; deterministic inline runner. ``options`` are further runtime
+    options (``canonical_replicas``, ``run_id``, ...)."""
+    from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
+
+    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(n)])})
+    work_source = StaticMixtureWorkSource(
+        [dataset], {"d": 1.0}, chunk_size=chunk_size, seed=0, shuffle_shards=False,
+        shuffle_within_shard=shuffle, exhausted_policy=policy,
+    )
+    pipeline = Pipeline(work_source)
+    if pack is not None:
+        pipeline = pipeline.pack_flat(pack[0], algorithm=pack[1], **({"num_bins": 4, "pad_token_id": 0} if pack[1] != "wrap" else {}))
+    return pipeline.batch(batch_size).options(
+        runner="inline", prefetch_batches=0, default_stage_prefetch=0,
+        aggregate_dir=str(Path(scratch_dir) / "aggregate"), **options,
+    )
+
+
+def row_indices(sample_batch) -> list[int]:
+    """``convert_batch`` of F16–F18: the batch's row indices, no tensor conversion."""
+    return [record.meta.sample_id[2] for record in sample_batch.records]
+
+
+class SpyPipeline:
+    """Delegates to a real pipeline and counts how the loader drives it."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.calls = {"iter": 0, "checkpoint": 0, "restore": 0}
+
+    def __iter__(self):
+        self.calls["iter"] += 1
+        return iter(self._inner)
+
+    def checkpoint(self):
+        self.calls["checkpoint"] += 1
+        return self._inner.checkpoint()
+
+    def restore(self, state):
+        self.calls["restore"] += 1
+        return self._inner.restore(state)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)

@@ -43,6 +43,7 @@ from safetensors.torch import save as save_safetensors
 from conformance._asserts import assert_raises, assert_tensor_equal, summary
 from conformance._examples import long
 from conformance._pipelines import RecordingPipeline
+from conformance._state_script import run_state_script
 from conformance._zephon import Contract, Row, sample_batch
 
 __all__ = [
@@ -169,6 +170,8 @@ def capabilities_of(function: str, options: Mapping[str, Any]) -> tuple[str, ...
         if options.get("pad_to_length") is not None:
             caps.append("unpacked")
         return tuple(caps)
+    if function == "ZephonDataLoader.state":
+        return ("zephon_loader", "zephon_state")
     if function == "ZephonDataLoader":
         caps = ["zephon_loader", "convert_text_batch"]
         if options.get("output_format") == "thd":
@@ -309,6 +312,8 @@ def call(impl: Any, function: str, inputs: Mapping[str, Any], options: Mapping[s
     o = dict(options)
     if function == "ZephonDataLoader":
         return _run_loader(impl, inputs, o)
+    if function == "ZephonDataLoader.state":  # SPEC.md §11 over real pipelines: conformance/_state_script.py
+        return run_state_script(impl, inputs, o), []
     if function == "convert_text_batch":
         batch = _sample_batch(inputs["rows"])
         before = _payload_state(batch)
@@ -406,7 +411,8 @@ def compare(actual: Any, expected: Any, *, clause: str, call_text: str, path: st
         assert_tensor_equal(name, actual, expected, clause=clause, call=call_text)
     elif isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
-            raise AssertionError(f"{name}: {summary(actual)}, but should be a mapping [{clause}: {call_text}]")
+            shown = repr(expected) if not _tensors(expected) and len(repr(expected)) <= 300 else "a mapping"
+            raise AssertionError(f"{name}: {summary(actual)}, but should be {shown} [{clause}: {call_text}]")
         for key, want in expected.items():
             if key not in actual:
                 raise AssertionError(

@@ -23,7 +23,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance._asserts import assert_batch_equal, assert_raises
-from conformance._pipelines import corpus_pipeline
+from conformance._pipelines import (
+    SpyPipeline,
+    corpus_pipeline,
+    index_pipeline,
+    row_indices,
+)
 from conformance._zephon import Contract
 
 MAGIC = b"BSZSTATE"
@@ -40,58 +45,12 @@ def scratch(tmp_path, monkeypatch):
     return tmp_path
 
 
-def index_pipeline(scratch_dir, n, chunk_size, policy, *, shuffle=False, pack=None, **options):
-    """F16/F17's pipeline: rows ``{"input_ids": [100 + i]}``, optionally ``pack_flat(*pack)``,
-    then ``batch(1)``; deterministic inline runner."""
-    from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
-
-    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(n)])})
-    work_source = StaticMixtureWorkSource(
-        [dataset], {"d": 1.0}, chunk_size=chunk_size, seed=0, shuffle_shards=False,
-        shuffle_within_shard=shuffle, exhausted_policy=policy,
-    )
-    pipeline = Pipeline(work_source)
-    if pack is not None:
-        pipeline = pipeline.pack_flat(pack[0], algorithm=pack[1], **({"num_bins": 4, "pad_token_id": 0} if pack[1] != "wrap" else {}))
-    return pipeline.batch(1).options(
-        runner="inline", prefetch_batches=0, default_stage_prefetch=0,
-        aggregate_dir=str(Path(scratch_dir) / "aggregate"), **options,
-    )
-
-
-def row_indices(sample_batch):
-    return [record.meta.sample_id[2] for record in sample_batch.records]
-
-
 def make_loader(backend, pipeline):
     return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
 
 
 def take(loader, k):
     return [next(loader) for _ in range(k)]
-
-
-class SpyPipeline:
-    """Delegates to a real pipeline and counts how the loader drives it."""
-
-    def __init__(self, inner):
-        self._inner = inner
-        self.calls = {"iter": 0, "checkpoint": 0, "restore": 0}
-
-    def __iter__(self):
-        self.calls["iter"] += 1
-        return iter(self._inner)
-
-    def checkpoint(self):
-        self.calls["checkpoint"] += 1
-        return self._inner.checkpoint()
-
-    def restore(self, state):
-        self.calls["restore"] += 1
-        return self._inner.restore(state)
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
 
 
 def saved_after(backend, scratch_dir, k, n=10, chunk_size=2, policy="redistribute", **kwargs):

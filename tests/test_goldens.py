@@ -23,28 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 MIN_CASES = 150
 
 # MUST clauses that no golden case can express, each with the reason. None at present: the
-# ZephonDataLoader clauses (§8) and the real-data scenario (§9) are golden cases of
-# golden/cases/loader.py.
-STATE_REASON = (
-    "checkpoint bytes embed Zephon's engine state, which a backend reproduces only by running a real "
-    "pipeline; conformance/test_loader_state.py checks it live (golden envelopes: with the multi-rank issue)"
-)
-EXEMPT_CLAUSES: dict[str, str] = {
-    "state-after-start": STATE_REASON,
-    "state-before-start": STATE_REASON,
-    "state-canonical-replicas": STATE_REASON,
-    "state-end-of-epoch": STATE_REASON,
-    "state-envelope": STATE_REASON,
-    "state-exact-resume": STATE_REASON,
-    "state-fingerprint": STATE_REASON,
-    "state-iter-then-load": STATE_REASON,
-    "state-load-after-start": STATE_REASON,
-    "state-load-empty": STATE_REASON,
-    "state-load-errors": STATE_REASON,
-    "state-load-twice": STATE_REASON,
-    "state-load-validates-first": STATE_REASON,
-    "state-roundtrip": STATE_REASON,
-}
+# ZephonDataLoader clauses (§8), the real-data scenario (§9) and the single-process checkpoint
+# state (§11) are golden cases of golden/cases/loader.py and golden/cases/state.py.
+EXEMPT_CLAUSES: dict[str, str] = {}
 
 
 @pytest.fixture()

@@ -1,0 +1,275 @@
+"""Checkpoint-state scripts (SPEC.md §11) for golden cases: ``ZephonDataLoader.state``.
+
+A script drives one or more ``impl.ZephonDataLoader``s over REAL in-memory Zephon pipelines
+(``conformance._pipelines.index_pipeline``, field-reports.md F16/F17: one-token rows,
+``batch``, inline runner, ``convert_batch`` = ``row_indices``), each wrapped in a
+``SpyPipeline``. ``inputs["pipelines"]`` names the pipeline settings
+(``{"A": {"n": 10, "chunk_size": 2, "policy": "redistribute"}}``, optionally ``shuffle``,
+``batch_size``, ``pack``, ``canonical_replicas``, ``run_id``); ``options["script"]`` lists
+the actions, and the output is ``{"outcomes": {"<step> <action>": outcome}}``:
+
+- ``new:P``: a fresh loader over a freshly built pipeline ``P`` becomes the current loader → ``None``
+- ``next`` → the batch's row indices, ``"StopIteration"`` or an error (below)
+- ``rest`` → ``list(loader)``: every remaining batch (or an error)
+- ``iter`` → whether ``iter(loader) is loader``; ``close`` → ``None``
+- ``state`` → ``state_dict()["zephon"]`` as ``""`` (for ``b""``) or the envelope's view (below)
+- ``save:S`` → records ``state_dict()["zephon"]`` as ``S``; ``"empty"`` or ``"non-empty"``
+- ``same:S`` → whether ``state_dict()["zephon"]`` is exactly the bytes recorded as ``S``
+- ``load:S`` → ``load_state_dict({"zephon": S})``: ``None`` or an error. ``load:S:c1+c2``
+  loads ``S`` after the corruptions ``c1``, then ``c2`` (``CORRUPTIONS``), which follow the
+  envelope layout of [state-envelope], so they work on any backend's own bytes.
+- ``load_arg:NAME`` → ``load_state_dict(BAD_ARGUMENTS[NAME])``: ``None`` or an error
+- ``calls`` → how often the loader called the pipeline's ``iter()`` and ``checkpoint()``;
+  ``restores`` → how often it called ``restore()``
+
+An error is ``{"raised": type name, "check": the [state-load-validates-first] check its
+message starts with or None, "names": ...}``: for ``fingerprint mismatch`` the fingerprints
+the message names (as labels, below), for ``canonical_replicas changed`` the pipelines'
+``canonical_replicas`` values it names, else ``[]``.
+
+The view of an envelope pins its bytes exactly except the fingerprint: the header fields,
+whether the digest is the sha256 of everything before it, whether the body is canonical
+JSON, the body's ``topology`` and ``state``, and the sha256 of the body re-encoded with the
+fingerprint replaced by its label. SPEC says what the fingerprint covers but not how it is
+serialised before hashing, so a fingerprint is shown as a label: ``fp0`` for the first 64-hex
+fingerprint the script meets, ``fp1`` for the next different one, …; equal labels mean equal
+fingerprints. Zephon's scratch files go to a temporary directory, never into the bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import struct
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from conformance._pipelines import SpyPipeline, index_pipeline, row_indices
+from conformance._zephon import Contract
+
+__all__ = ["BAD_ARGUMENTS", "CHECKS", "CORRUPTIONS", "run_state_script"]
+
+MAGIC = b"BSZSTATE"
+HEADER = len(MAGIC) + 1 + 8  # magic, version, body length
+DIGEST = 32
+HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
+# [state-load-validates-first], in order.
+CHECKS = ("truncated", "bad magic", "unsupported version", "checksum mismatch", "malformed body",
+          "fingerprint mismatch", "canonical_replicas changed")
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def envelope(body: bytes, version: int = 1) -> bytes:
+    """magic | version | body length | body | sha256 of all that [state-envelope]."""
+    return sign(MAGIC + bytes([version]) + struct.pack(">Q", len(body)) + body)
+
+
+def sign(head: bytes) -> bytes:
+    return head + hashlib.sha256(head).digest()
+
+
+def _body(data: bytes) -> dict:
+    return json.loads(data[HEADER:-DIGEST])
+
+
+def _edit_body(edit):
+    def corrupt(data: bytes) -> bytes:
+        body = _body(data)
+        edit(body)
+        return envelope(canonical_json(body), data[len(MAGIC)])
+    return corrupt
+
+
+def _drop_state(body: dict) -> None:
+    del body["state"]
+
+
+def _string_replicas(body: dict) -> None:
+    body["topology"]["canonical_replicas"] = str(body["topology"]["canonical_replicas"])
+
+
+CORRUPTIONS = {
+    "drop_last_byte": lambda d: d[:-1],
+    "cut_header": lambda d: d[:10],
+    "extra_byte": lambda d: d + b"\x00",
+    "bad_magic": lambda d: b"X" + d[1:],
+    "version_2": lambda d: d[:len(MAGIC)] + b"\x02" + d[len(MAGIC) + 1:],
+    "flip_body_byte": lambda d: d[:HEADER] + bytes([d[HEADER] ^ 0x01]) + d[HEADER + 1:],
+    "flip_digest_byte": lambda d: d[:-1] + bytes([d[-1] ^ 0x01]),
+    "resign": lambda d: sign(d[:-DIGEST]),  # a correct digest for whatever precedes it
+    # valid length and digest, bad body:
+    "body_not_json": lambda d: envelope(b"\xff not json {", d[len(MAGIC)]),
+    "body_not_object": lambda d: envelope(b"[]", d[len(MAGIC)]),
+    "body_without_state": _edit_body(_drop_state),
+    "topology_replicas_as_string": _edit_body(_string_replicas),
+}
+
+BAD_ARGUMENTS = {
+    "empty": {"zephon": b""},
+    "empty_mapping": {},
+    "missing_key": {"other": b""},
+    "list_of_pairs": [("zephon", b"")],
+    "bytes": b"",
+    "none": None,
+    "str_value": {"zephon": "BSZSTATE"},
+    "none_value": {"zephon": None},
+    "bytearray_value": {"zephon": bytearray(b"BSZSTATE")},
+}
+
+
+class _Labels:
+    """``fp0``, ``fp1``, … for fingerprints in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.by_value: dict[str, str] = {}
+
+    def __call__(self, fingerprint: Any) -> Any:
+        if not (isinstance(fingerprint, str) and HEX64.fullmatch(fingerprint)):
+            return {"not a sha256 hex digest": fingerprint}
+        return self.by_value.setdefault(fingerprint, f"fp{len(self.by_value)}")
+
+
+def _view(data: bytes, label: _Labels) -> Any:
+    """``""`` for ``b""``; the envelope as a comparable view; ``{"unparsable": hex}`` when
+    the bytes are not magic | version | length | JSON body | digest."""
+    if data == b"":
+        return ""
+    try:
+        (length,) = struct.unpack(">Q", data[len(MAGIC) + 1:HEADER])
+        if len(data) != HEADER + length + DIGEST:
+            raise ValueError("length")
+        raw = data[HEADER:-DIGEST]
+        body = json.loads(raw)
+        fingerprint = label(body["fingerprint"])
+    except Exception:  # noqa: BLE001 - anything else is shown raw
+        return {"unparsable": data.hex()}
+    normalized = canonical_json({**body, "fingerprint": fingerprint})
+    return {
+        "magic": data[:len(MAGIC)].decode("latin-1"),
+        "version": data[len(MAGIC)],
+        "body_length": length,
+        "digest_is_sha256_of_the_rest": hashlib.sha256(data[:-DIGEST]).digest() == data[-DIGEST:],
+        "body_is_canonical_json": raw == canonical_json(body),
+        "body_keys": sorted(body),
+        "fingerprint": fingerprint,
+        "topology": body.get("topology"),
+        "state": body.get("state"),
+        "body_sha256_with_fingerprint_label": hashlib.sha256(normalized).hexdigest(),
+    }
+
+
+def _error(error: BaseException, label: _Labels, replicas: set[int]) -> dict:
+    message = str(error)
+    check = next((c for c in CHECKS if message.startswith(c)), None)
+    names: list = []
+    if check == "fingerprint mismatch":
+        names = sorted({label(h) for h in HEX64.findall(message)})
+    elif check == "canonical_replicas changed":
+        names = sorted(r for r in replicas if re.search(rf"(?<!\d){r}(?!\d)", message))
+    return {"raised": type(error).__name__, "check": check, "names": names}
+
+
+def _state_bytes(loader) -> bytes:
+    state = loader.state_dict()
+    if not (isinstance(state, Mapping) and list(state) == ["zephon"] and isinstance(state["zephon"], bytes)):
+        raise AssertionError(f"state_dict() returned {state!r}, but should be {{'zephon': bytes}} [state-before-start, "
+                             f"state-after-start]")
+    return state["zephon"]
+
+
+def _argument(action: str, specs: Mapping, saved: Mapping) -> Any:
+    """What an action acts on: a pipeline spec, recorded (and corrupted) bytes, a bad
+    argument; a mistake in the script raises ``ValueError`` here, outside the backend."""
+    verb, _, argument = action.partition(":")
+    try:
+        if verb == "new":
+            return dict(specs[argument])
+        if verb == "load":
+            name, _, corruptions = argument.partition(":")
+            data = saved[name]
+            for corruption in filter(None, corruptions.split("+")):
+                data = CORRUPTIONS[corruption](data)
+            return data
+        if verb == "load_arg":
+            return BAD_ARGUMENTS[argument]
+        if verb == "same":
+            return saved[argument]
+    except KeyError as error:
+        raise ValueError(f"state script action {action!r}: unknown name {error}") from None
+    if verb in {"next", "rest", "iter", "close", "state", "save", "calls", "restores"}:
+        return argument
+    raise ValueError(f"unknown state script action {action!r}")
+
+
+def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
+    """Play ``options["script"]`` against ``impl.ZephonDataLoader``; see the module docstring."""
+    specs = inputs["pipelines"]
+    replicas = {spec.get("canonical_replicas", 1) for spec in specs.values()}
+    label = _Labels()
+    saved: dict[str, bytes] = {}
+    outcomes: dict[str, Any] = {}
+    loaders: list = []
+    loader = spy = None
+    catalog = os.environ.get("ZEPHON_CATALOG_DIR")
+    with tempfile.TemporaryDirectory(prefix="batchspec-state-") as scratch:
+        os.environ["ZEPHON_CATALOG_DIR"] = str(Path(scratch) / "catalog")
+        try:
+            for step, action in enumerate(options["script"]):
+                verb = action.partition(":")[0]
+                argument = _argument(action, specs, saved)
+                if verb == "new":
+                    spy = SpyPipeline(index_pipeline(Path(scratch) / f"step{step}", argument.pop("n"),
+                                                     argument.pop("chunk_size"), argument.pop("policy"), **argument))
+                    loader = None
+                elif loader is None and verb != "new":
+                    raise ValueError(f"state script action {action!r} before any successful 'new:P'")
+                try:
+                    if verb == "new":
+                        loader = impl.ZephonDataLoader(spy, row_indices, packing_contract=Contract())
+                        loaders.append(loader)
+                        outcome = None
+                    elif verb == "next":
+                        try:
+                            outcome = next(loader)
+                        except StopIteration:
+                            outcome = "StopIteration"
+                    elif verb == "rest":
+                        outcome = list(loader)
+                    elif verb == "iter":
+                        outcome = iter(loader) is loader
+                    elif verb == "close":
+                        outcome = loader.close()
+                    elif verb == "state":
+                        outcome = _view(_state_bytes(loader), label)
+                    elif verb == "save":
+                        saved[argument] = data = _state_bytes(loader)
+                        _view(data, label)  # labels its fingerprint
+                        outcome = "non-empty" if data else "empty"
+                    elif verb == "same":
+                        outcome = _state_bytes(loader) == argument
+                    elif verb in {"load", "load_arg"}:
+                        outcome = loader.load_state_dict({"zephon": argument} if verb == "load" else argument)
+                    elif verb == "calls":
+                        outcome = {"iter": spy.calls["iter"], "checkpoint": spy.calls["checkpoint"]}
+                    else:  # restores
+                        outcome = spy.calls["restore"]
+                except AssertionError:
+                    raise
+                except Exception as error:  # noqa: BLE001 - recorded and compared
+                    outcome = _error(error, label, replicas)
+                outcomes[f"{step} {action}"] = outcome
+        finally:
+            for each in loaders:
+                each.close()
+            if catalog is None:
+                os.environ.pop("ZEPHON_CATALOG_DIR", None)
+            else:
+                os.environ["ZEPHON_CATALOG_DIR"] = catalog
+    return {"outcomes": outcomes}
