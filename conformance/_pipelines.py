@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conformance._corpus import PAD_ID, SHARD_DIR, CorpusTokenizer
+from conformance._corpus import PAD_ID, SHARD_DIR, CorpusTokenizer, corpus_texts
 
 __all__ = ["RecordingPipeline", "SpyPipeline", "corpus_pipeline", "index_pipeline", "row_indices"]
 
@@ -28,24 +28,33 @@ def corpus_pipeline(
     runner: str = "inline",
     exhausted_policy: str = "redistribute",
     seed: int = 1234,
+    docs: int | None = None,
+    chunk_size: int = 16,
+    **options,
 ):
     """A ``zephon.Pipeline`` yielding ``SampleBatch``es of ``batch_size`` rows of
     ``seq_len + 1`` unshifted tokens (so the model sees ``seq_len``).
 
     ``exhausted_policy="redistribute"`` reads every document exactly once and then ends the
-    stream; ``"repeat"`` never ends.
+    stream; ``"repeat"`` never ends. ``docs``: read only the first ``docs`` documents (in
+    shard order, as one in-memory shard) instead of the six shard files. Further keyword
+    arguments are Zephon runtime options (``world_size``, ``dp_degree``, ...), applied last.
     """
-    from zephon import Dataset, Pipeline, StaticMixtureWorkSource
+    from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
     scratch_dir = Path(scratch_dir)
     os.environ["ZEPHON_CATALOG_DIR"] = str(scratch_dir / "catalog")
-    dataset = Dataset.from_path("nodejs_api", str(SHARD_DIR))
+    if docs is None:
+        dataset = Dataset.from_path("nodejs_api", str(SHARD_DIR))
+    else:
+        dataset = Dataset.from_dict("nodejs_api", {0: InMemoryShard([{"text": t} for t in corpus_texts()[:docs]])})
     work_source = StaticMixtureWorkSource(
-        [dataset], {"nodejs_api": 1.0}, chunk_size=16, seed=seed, exhausted_policy=exhausted_policy
+        [dataset], {"nodejs_api": 1.0}, chunk_size=chunk_size, seed=seed, exhausted_policy=exhausted_policy
     )
-    options = {"runner": runner, "aggregate_dir": str(scratch_dir / "aggregate"), "run_id": "batchspec"}
+    runtime = {"runner": runner, "aggregate_dir": str(scratch_dir / "aggregate"), "run_id": "batchspec"}
     if runner == "inline":
-        options.update(prefetch_batches=0, default_stage_prefetch=0)
+        runtime.update(prefetch_batches=0, default_stage_prefetch=0)
+    options = {**runtime, **options}
     return (
         Pipeline(work_source)
         .tokenize(

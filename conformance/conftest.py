@@ -50,6 +50,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="backend under test: a built-in name (reference) or a module:attribute path (default: reference)",
     )
     group.addoption(
+        "--launcher",
+        default="mpiexec,torch",
+        help="comma-separated launchers for the multi-rank scenarios: mpiexec (mpi4py + an mpiexec) and/or "
+        "torch (torch.distributed, gloo, spawned processes) (default: both)",
+    )
+    group.addoption(
         "--clause-report",
         default=None,
         metavar="PATH",

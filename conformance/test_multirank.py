@@ -1,14 +1,16 @@
-"""Multi-rank ``ZephonDataLoader`` state (issue #6): real rank processes launched by ``mpiexec``.
+"""Checkpoint state across ranks (SPEC.md §12, issue #6): real rank processes, two launchers.
 
-Each test launches ``mpiexec -n K python -m conformance.multirank.mpi_main`` (one job per
-phase; a phase is a fresh set of processes, as after a restart) through the backend under
-test, then checks the JSON every rank wrote. The pipelines are field-reports.md F18's: N=16
-one-token rows, ``chunk_size=1``, ``"redistribute"``, ``canonical_replicas=4``, ``batch(1)``,
-inline runner; ``convert_batch`` returns row indices. The scenario code
-(``conformance/multirank/scenarios.py``) does not depend on MPI.
+Each test launches one job per phase (a phase is a fresh set of processes, as after a
+restart) through the backend under test, then checks the JSON every rank wrote. A job is
+either ``mpiexec -n K python -m conformance.multirank.mpi_main`` (mpi4py) or ``python -m
+conformance.multirank.torch_main --ranks K`` (torch.distributed, gloo, spawned processes);
+both run the same scenario code, ``conformance/multirank/scenarios.py``. ``--launcher``
+selects them (default: both). The pipelines are field-reports.md F18's: N=16 one-token rows,
+``chunk_size=1``, ``"redistribute"``, ``canonical_replicas=4`` unless a test says otherwise,
+``batch(1)``, inline runner; ``convert_batch`` returns row indices.
 
-Needs ``mpi4py`` and an ``mpiexec`` (``pip install mpi4py mpich`` puts MPICH's next to the
-interpreter); the module is skipped without them.
+The mpiexec launcher needs ``mpi4py`` and an ``mpiexec`` (``pip install mpi4py mpich`` puts
+MPICH's next to the interpreter); without them its tests are skipped with that hint.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ MAGIC = b"BSZSTATE"
 HEADER = len(MAGIC) + 1 + 8
 DIGEST = 32
 JOB_TIMEOUT_S = 120
+LAUNCHERS = ("mpiexec", "torch")
 
 try:
     import mpi4py  # noqa: F401
@@ -39,10 +42,23 @@ except ImportError as _error:
     _MPI4PY = f"mpi4py is not installed ({_error}); pip install mpi4py mpich"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 
-pytestmark = [
-    pytest.mark.skipif(_MPI4PY is not None, reason=_MPI4PY or ""),
-    pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH or next to the interpreter; pip install mpich"),
-]
+
+@pytest.fixture(scope="module", params=LAUNCHERS)
+def launcher(request) -> str:
+    """The process launcher of this run of the scenarios (``--launcher``)."""
+    selected = [name.strip() for name in request.config.getoption("--launcher").split(",")]
+    unknown = sorted(set(selected) - set(LAUNCHERS))
+    if unknown:
+        raise pytest.UsageError(f"--launcher: unknown {unknown}; choose from {list(LAUNCHERS)}")
+    if request.param not in selected:
+        pytest.skip(f"launcher {request.param!r} not selected (--launcher={','.join(selected)})")
+    if request.param == "mpiexec":
+        if _MPI4PY is not None:
+            pytest.skip(_MPI4PY)
+        if MPIEXEC is None:
+            pytest.skip("no mpiexec on PATH or next to the interpreter; pip install mpich")
+    return request.param
+
 
 # F18: the uninterrupted 4-rank run (world_size=4, canonical_replicas=4), per rank.
 F18_DP4 = [[1, 4, 11, 14], [2, 6, 10, 13], [0, 7, 8, 15], [3, 5, 9, 12]]
@@ -52,8 +68,8 @@ F18_DP2_AFTER_STEP1 = [[4, 6, 11, 10, 14, 13], [7, 5, 8, 9, 15, 12]]
 F18_DP1_AFTER_STEP1 = [4, 6, 7, 5, 11, 10, 8, 9, 14, 13, 15, 12]
 
 
-def launch(backend_spec, ranks, workdir: Path, name: str, timeout=JOB_TIMEOUT_S, **params):
-    """One ``mpiexec`` job of ``ranks`` processes running ``scenarios.run_phase(params)``.
+def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_TIMEOUT_S, **params):
+    """One job of ``ranks`` processes running ``scenarios.run_phase(params)`` under ``launcher``.
 
     Returns ``(returncode, per-rank results, wall seconds, output tail)``. A job that runs past
     ``timeout`` is killed (its whole process group) and fails the test.
@@ -61,10 +77,11 @@ def launch(backend_spec, ranks, workdir: Path, name: str, timeout=JOB_TIMEOUT_S,
     out = workdir / name
     out.mkdir(parents=True)
     params = {"aggregate_dir": str(workdir / "aggregate"), "run_id": name, **params}
-    command = [
-        MPIEXEC, "-n", str(ranks), sys.executable, "-m", "conformance.multirank.mpi_main",
-        "--backend", backend_spec, "--out", str(out), "--params", json.dumps(params),
-    ]
+    job = ["--backend", backend_spec, "--out", str(out), "--params", json.dumps(params)]
+    if launcher == "mpiexec":
+        command = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "conformance.multirank.mpi_main", *job]
+    else:
+        command = [sys.executable, "-m", "conformance.multirank.torch_main", "--ranks", str(ranks), *job]
     # The repository first, then the caller's path (a --backend module:attribute may live there).
     pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, ZEPHON_CATALOG_DIR=str(workdir / "catalog"), PYTHONPATH=pythonpath)
@@ -78,7 +95,7 @@ def launch(backend_spec, ranks, workdir: Path, name: str, timeout=JOB_TIMEOUT_S,
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, 9)
         output, _ = process.communicate()
-        pytest.fail(f"mpiexec job {name!r} ran past {timeout}s and was killed; output:\n{output[-4000:]}")
+        pytest.fail(f"{launcher} job {name!r} ran past {timeout}s and was killed; output:\n{output[-4000:]}")
     elapsed = time.monotonic() - started
     results = []
     for rank in range(ranks):
@@ -111,37 +128,43 @@ def envelope_topology(data: bytes) -> dict:
 
 def assert_identical_states(workdir, name, results, topology):
     """Every rank's state_dict() returned the same bytes, an envelope of ``topology``."""
-    # TODO(lead): clause state-all-ranks-identical (every rank returns the full merged state)
     shas = [r["state_sha256"] for r in results]
-    assert all(r["all_state_sha256"] == shas for r in results), "ranks disagree on the gathered sha256s"
+    assert all(r["all_state_sha256"] == shas for r in results), (
+        f"job {name!r}: ranks disagree on the gathered sha256s [state-all-ranks-identical]"
+    )
     states = state_bytes(workdir, name, len(results))
     assert len(set(states)) == 1, (
-        f"job {name!r}: state_dict() bytes differ across ranks (sha256 {shas}); every rank must return the "
-        "same merged state [state-after-start]"
+        f"job {name!r}: state_dict() bytes differ across ranks (sha256 by rank {shas}); every rank must return "
+        "the same merged state [state-all-ranks-identical]"
     )
-    # TODO(lead): clause state-envelope-topology across layouts (dp_degree from dp_degree, not world_size)
-    assert envelope_topology(states[0]) == topology, "[state-envelope]"
+    got = envelope_topology(states[0])
+    assert got == topology, f"job {name!r}: the envelope's topology is {got}, but the job ran {topology} [state-envelope]"
 
 
 @pytest.fixture(scope="module")
-def backend_spec(request):
-    return request.config.getoption("--backend")
+def run(launcher, request):
+    """``run(ranks, workdir, name, **params)``: one job of the selected launcher and backend."""
+    backend_spec = request.config.getoption("--backend")
+
+    def run_job(ranks, workdir, name, **params):
+        return launch(launcher, backend_spec, ranks, workdir, name, **params)
+
+    return run_job
 
 
 @pytest.fixture(scope="module")
-def dp4_saved(backend_spec, tmp_path_factory):
+def dp4_saved(run, tmp_path_factory):
     """DP=4 (world_size=4): the uninterrupted run, and a run saved after one step (rows 0..3)."""
     workdir = tmp_path_factory.mktemp("dp4")
-    job = launch(backend_spec, 4, workdir, "dp4-save", take=1, save=True, uninterrupted=True)
-    return workdir, job
+    return workdir, run(4, workdir, "dp4-save", take=1, save=True, uninterrupted=True)
 
 
-# --- same topology: DP=2 and DP=4 -----------------------------------------------------------
+# --- same topology: DP=4 and DP=2 -----------------------------------------------------------
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-exact-resume", "state-after-start", "state-envelope", "state-roundtrip")
-def test_dp4_all_ranks_identical_state_and_exact_resume(backend_spec, dp4_saved):
+@pytest.mark.clause("state-all-ranks-identical", "state-multirank-resume", "state-envelope", "state-roundtrip")
+def test_dp4_all_ranks_identical_state_and_exact_resume(run, dp4_saved):
     """F18: the 4 ranks' uninterrupted lists; after one step every rank returns the same bytes;
     a new 4-rank job loading them continues each rank's uninterrupted tail."""
     workdir, job = dp4_saved
@@ -149,31 +172,58 @@ def test_dp4_all_ranks_identical_state_and_exact_resume(backend_spec, dp4_saved)
     assert [flat(r["uninterrupted"]) for r in saved] == F18_DP4, "# F18's uninterrupted run (zephon determinism)"
     assert [flat(r["batches"]) for r in saved] == [[lst[0]] for lst in F18_DP4]
     assert_identical_states(workdir, "dp4-save", saved, {"world_size": 4, "dp_degree": 4, "canonical_replicas": 4})
-    resumed = ok(launch(backend_spec, 4, workdir, "dp4-resume", load=str(workdir / "dp4-save" / "state_r0.bin")), "dp4-resume")
+    resumed = ok(run(4, workdir, "dp4-resume", load=str(workdir / "dp4-save" / "state_r0.bin")), "dp4-resume")
     for rank, result in enumerate(resumed):
         assert result["loaded"], f"rank {rank}: state_dict() after the load must return the loaded bytes [state-roundtrip]"
         assert result["batches"] == saved[rank]["uninterrupted"][1:], (
             f"rank {rank} resumed {result['batches']}, but should continue with its uninterrupted tail "
-            f"{saved[rank]['uninterrupted'][1:]} [state-exact-resume]"
+            f"{saved[rank]['uninterrupted'][1:]} [state-multirank-resume]"
         )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-exact-resume", "state-after-start", "state-envelope")
-def test_dp2_all_ranks_identical_state_and_exact_resume(backend_spec, tmp_path):
-    """DP=2 with canonical_replicas=4 (two lanes per rank), saved after 3 batches per rank
-    (mid-window): a new 2-rank job continues each rank's uninterrupted tail."""
-    k = 3
-    saved = ok(launch(backend_spec, 2, tmp_path, "dp2-save", take=k, save=True, uninterrupted=True), "dp2-save")
-    for result in saved:
-        assert result["batches"] == result["uninterrupted"][:k]
+@pytest.mark.clause("state-multirank-resume", "state-all-ranks-identical", "state-envelope")
+def test_dp2_mid_step_at_different_cursors_resumes_each_rank(run, tmp_path):
+    """DP=2 with canonical_replicas=4 (two lanes per rank): rank 0 saves after 3 batches and
+    rank 1 after 2, both in the middle of a global step; a new 2-rank job loading rank 1's
+    bytes continues each rank's own uninterrupted tail."""
+    take = [3, 2]
+    saved = ok(run(2, tmp_path, "dp2-save", take=take, save=True, uninterrupted=True), "dp2-save")
+    for rank, result in enumerate(saved):
+        assert result["batches"] == result["uninterrupted"][: take[rank]]
     assert sorted(flat(saved[0]["uninterrupted"]) + flat(saved[1]["uninterrupted"])) == list(range(16))
     assert_identical_states(tmp_path, "dp2-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 4})
-    resumed = ok(launch(backend_spec, 2, tmp_path, "dp2-resume", load=str(tmp_path / "dp2-save" / "state_r1.bin")), "dp2-resume")
+    resumed = ok(run(2, tmp_path, "dp2-resume", load=str(tmp_path / "dp2-save" / "state_r1.bin")), "dp2-resume")
     for rank, result in enumerate(resumed):
-        assert result["batches"] == saved[rank]["uninterrupted"][k:], (
-            f"rank {rank} resumed {result['batches']}, but should continue with {saved[rank]['uninterrupted'][k:]} "
-            "[state-exact-resume]"
+        expected = saved[rank]["uninterrupted"][take[rank]:]
+        assert result["batches"] == expected, (
+            f"rank {rank} saved after {take[rank]} batches and resumed {result['batches']}, but should continue "
+            f"with {expected} [state-multirank-resume]"
+        )
+
+
+# F18 "ranks at different cursors" (canonical_replicas=2, dp=2): the uninterrupted lists, and
+# where each rank stood when the state was saved.
+F18_CURSOR_UNINTERRUPTED = [[0, 2, 5, 6, 8, 11, 13, 15], [1, 3, 4, 7, 9, 10, 12, 14]]
+F18_CURSOR_TAKE = [3, 2]
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-multirank-resume", "state-all-ranks-identical")
+def test_f18_ranks_at_different_cursors(run, tmp_path):
+    """F18: C=2, dp=2; r0 took [0,2,5] and r1 took [1,3] when both saved; on the same topology r0
+    continues [6,8,11,13,15] and r1 continues [4,7,9,10,12,14]."""
+    saved = ok(run(2, tmp_path, "cursor-save", canonical_replicas=2, take=F18_CURSOR_TAKE, save=True), "cursor-save")
+    for rank, result in enumerate(saved):
+        assert flat(result["batches"]) == F18_CURSOR_UNINTERRUPTED[rank][: F18_CURSOR_TAKE[rank]], "# F18's prefix"
+    assert_identical_states(tmp_path, "cursor-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 2})
+    resumed = ok(run(2, tmp_path, "cursor-resume", canonical_replicas=2,
+                     load=str(tmp_path / "cursor-save" / "state_r0.bin")), "cursor-resume")
+    for rank, result in enumerate(resumed):
+        expected = F18_CURSOR_UNINTERRUPTED[rank][F18_CURSOR_TAKE[rank]:]
+        assert flat(result["batches"]) == expected, (
+            f"F18: rank {rank} saved after {F18_CURSOR_TAKE[rank]} batches and resumed {flat(result['batches'])}, "
+            f"but should continue with {expected} [state-multirank-resume]"
         )
 
 
@@ -181,18 +231,32 @@ def test_dp2_all_ranks_identical_state_and_exact_resume(backend_spec, tmp_path):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-after-start", "state-envelope")
-def test_dp2_tp2_peers_identical_batches_and_state(backend_spec, tmp_path):
+@pytest.mark.clause("state-tp-peers", "state-collective-all-ranks", "state-all-ranks-identical", "state-envelope")
+def test_dp2_tp2_peers_identical_batches_and_state(run, tmp_path):
     """world_size=4, dp_degree=2, dp_group_id=rank // 2: TP peers read identical batches, the
-    two DP groups split the rows, and all 4 ranks return byte-identical state."""
-    results = ok(launch(backend_spec, 4, tmp_path, "dp2tp2", tp=2, take=3, save=True, uninterrupted=True), "dp2tp2")
-    # TODO(lead): clause state-tp-peers (TP/PP peers of one DP group yield identical batches)
+    two DP groups split the rows, all 4 ranks take part in state_dict() and get byte-identical
+    state, and after a restore the peers again read identical batches: their group's tail."""
+    k = 3
+    results = ok(run(4, tmp_path, "dp2tp2", tp=2, take=k, save=True, uninterrupted=True), "dp2tp2")
     for group in (0, 1):
         first, second = results[2 * group], results[2 * group + 1]
-        assert first["uninterrupted"] == second["uninterrupted"], f"DP group {group}: TP peers read different streams"
-        assert first["batches"] == second["batches"] == first["uninterrupted"][:3]
-    assert sorted(flat(results[0]["uninterrupted"]) + flat(results[2]["uninterrupted"])) == list(range(16))
+        assert first["uninterrupted"] == second["uninterrupted"], (
+            f"DP group {group}: TP peers read different streams {first['uninterrupted']} and "
+            f"{second['uninterrupted']} [state-tp-peers]"
+        )
+        assert first["batches"] == second["batches"] == first["uninterrupted"][:k], "[state-tp-peers]"
+    assert sorted(flat(results[0]["uninterrupted"]) + flat(results[2]["uninterrupted"])) == list(range(16)), (
+        "the two DP groups must split the 16 rows [state-tp-peers]"
+    )
     assert_identical_states(tmp_path, "dp2tp2", results, {"world_size": 4, "dp_degree": 2, "canonical_replicas": 4})
+    resumed = ok(run(4, tmp_path, "dp2tp2-resume", tp=2, load=str(tmp_path / "dp2tp2" / "state_r3.bin")),
+                 "dp2tp2-resume")
+    for rank, result in enumerate(resumed):
+        expected = results[rank]["uninterrupted"][k:]
+        assert result["batches"] == expected, (
+            f"rank {rank} (DP group {rank // 2}) resumed {result['batches']}, but should continue with {expected} "
+            "[state-tp-peers]"
+        )
 
 
 # --- elastic 4 -> 2 -> 1 -> 2 ---------------------------------------------------------------
@@ -209,12 +273,11 @@ def windows(per_rank: list[list[list[int]]], batches_per_rank: int) -> list[Coun
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-canonical-replicas", "state-after-start", "state-roundtrip", "state-envelope")
-def test_elastic_4_2_1_2_keeps_each_global_step(backend_spec, dp4_saved):
+@pytest.mark.clause("state-elastic-resume", "state-all-ranks-identical", "state-roundtrip", "state-envelope")
+def test_elastic_4_2_1_2_keeps_each_global_step(run, dp4_saved):
     """canonical_replicas=4 fixed; one global step per phase on 4, 2 and 1 ranks, then the last
     step on 2 ranks: every row appears exactly once, and each global step holds the same rows as
     the uninterrupted 4-rank run (F18: order within a step is not guaranteed)."""
-    # TODO(lead): clause state-elastic-resume (per-step multisets kept across dp_degree changes)
     workdir, job = dp4_saved
     start = ok(job, "dp4-save")
     reference = [Counter(lst[s] for lst in F18_DP4) for s in range(4)]
@@ -226,56 +289,69 @@ def test_elastic_4_2_1_2_keeps_each_global_step(backend_spec, dp4_saved):
     step = 1
     for name, ranks, take, previous in phases:
         save = take is not None
-        results = ok(launch(backend_spec, ranks, workdir, name, take=take, save=save,
-                            load=str(workdir / previous / "state_r0.bin")), name)
+        results = ok(run(ranks, workdir, name, take=take, save=save, load=str(workdir / previous / "state_r0.bin")), name)
         assert all(r["loaded"] for r in results), f"{name}: state_dict() after the load differs [state-roundtrip]"
         per_rank = [r["batches"] for r in results]
         got = windows(per_rank, 4 // ranks)
         expected = reference[step:step + len(got)]
         assert got == expected, (
             f"{name}: global steps {step + 1}.. hold {[sorted(c.elements()) for c in got]}, but should hold "
-            f"{[sorted(c.elements()) for c in expected]} as in the uninterrupted run [state-canonical-replicas]"
+            f"{[sorted(c.elements()) for c in expected]} as in the uninterrupted run [state-elastic-resume]"
         )
         if name == "elastic-dp2":  # F18's dp=2 resume, lane ownership: rank 0 owns lanes 0-1
             for rank in range(2):
-                assert sorted(flat(per_rank[rank])) == sorted(F18_DP2_AFTER_STEP1[rank][:2]), f"rank {rank}: F18 dp=2"
+                assert sorted(flat(per_rank[rank])) == sorted(F18_DP2_AFTER_STEP1[rank][:2]), (
+                    f"rank {rank} read {flat(per_rank[rank])}; F18 dp=2: lanes map to ranks contiguously "
+                    "[state-elastic-resume]"
+                )
         if name == "elastic-dp1":
-            assert sorted(flat(per_rank[0])) == sorted(F18_DP1_AFTER_STEP1[4:8]), "F18 dp=1"
+            assert sorted(flat(per_rank[0])) == sorted(F18_DP1_AFTER_STEP1[4:8]), "F18 dp=1 [state-elastic-resume]"
         if save:
             assert_identical_states(workdir, name, results, {"world_size": ranks, "dp_degree": ranks, "canonical_replicas": 4})
         seen += [i for batches in per_rank for i in flat(batches)]
         step += len(got)
-    assert step == 4, "the last phase must end the 16-row stream after global step 4"
-    assert sorted(seen) == list(range(16)), f"rows over the whole elastic run: {sorted(seen)}, but each of 0..15 exactly once"
+    assert step == 4, "the last phase must end the 16-row stream after global step 4 [state-elastic-resume]"
+    assert sorted(seen) == list(range(16)), (
+        f"rows over the whole elastic run: {sorted(seen)}, but each of 0..15 exactly once [state-elastic-resume]"
+    )
 
 
 # --- a peer that never calls state_dict() ---------------------------------------------------
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-after-start")
-def test_missing_tp_peer_fails_within_bound(backend_spec, tmp_path):
-    """DP=2 x TP=2, rank 3 (a TP peer) never calls state_dict(): the others fail within
-    aggregate_timeout_s with an error naming the timeout and the missing rank, and the whole
-    job ends non-zero within 30 s."""
-    # TODO(lead): clause state-collective (state_dict() is collective; a missing rank fails, never hangs)
+@pytest.mark.clause("state-collective-timeout", "state-collective-all-ranks")
+def test_missing_tp_peer_fails_within_bound(run, tmp_path):
+    """DP=2 x TP=2, rank 3 (a TP peer) never calls state_dict(): the others raise TimeoutError
+    within aggregate_timeout_s + 15 s, rank 0's error names the missing rank, and the whole job
+    ends non-zero within 60 s."""
     timeout_s = 5
-    returncode, results, elapsed, output = launch(
-        backend_spec, 4, tmp_path, "missing-peer", timeout=60, tp=2, take=1, save=True, skip_state=[3],
+    returncode, results, elapsed, output = run(
+        4, tmp_path, "missing-peer", timeout=90, tp=2, take=1, save=True, skip_state=[3],
         aggregate_timeout_s=timeout_s,
     )
     assert returncode != 0, f"the job must fail when rank 3 never calls state_dict(); output:\n{output}"
-    assert elapsed < 30, f"the job took {elapsed:.1f}s; it must fail within 30s"
+    assert elapsed < 60, f"the job took {elapsed:.1f}s; it must fail within 60s [state-collective-timeout]"
     assert results[3]["error"] is None and "state_sha256" not in results[3]
     for result in results[:3]:
         error = result["error"] or ""
-        assert error, f"rank {result['rank']}: state_dict() returned although rank 3 never called it"
-        assert "timed out" in error.lower() or "timeout" in error.lower(), f"rank {result['rank']}: {error[-1500:]}"
-        assert result["state_seconds"] < timeout_s + 15, f"rank {result['rank']} waited {result['state_seconds']}s"
-    # Rank 0 collects the shards: "Timed out after 5.0s ... waiting for checkpoint shards:
-    # Missing ranks=[3]" (Zephon 0.2.0). Ranks 1 and 2 usually relay it, but they race the
-    # leader and may time out first "waiting for merged checkpoint", which names no rank.
-    leader = results[0]["error"]
+        assert error, (
+            f"rank {result['rank']}: state_dict() returned although TP peer rank 3 never called it "
+            "[state-collective-all-ranks]"
+        )
+        last_line = error.strip().splitlines()[-1]
+        assert last_line.startswith("TimeoutError") and "timed out" in last_line.lower(), (
+            f"rank {result['rank']} raised {last_line!r}, but must raise TimeoutError saying it timed out "
+            f"[state-collective-timeout]:\n{error[-1500:]}"
+        )
+        assert result["state_seconds"] < timeout_s + 15, (
+            f"rank {result['rank']} waited {result['state_seconds']}s in state_dict() with aggregate_timeout_s="
+            f"{timeout_s} [state-collective-timeout]"
+        )
+    # Rank 0 collects the shards: "... waiting for checkpoint shards: Missing ranks=[3]" (Zephon
+    # 0.2.0). Ranks 1 and 2 race the leader and may time out "waiting for merged checkpoint",
+    # which names no rank, so the clause asks for the missing rank on rank 0 only.
+    leader = results[0]["error"].strip().splitlines()[-1]
     assert re.search(r"rank\w*\W+3\b", leader, re.IGNORECASE), (
-        f"rank 0's error must name the missing rank 3: {leader[-1500:]}"
+        f"rank 0's error must name the missing rank 3 [state-collective-timeout]: {leader}"
     )

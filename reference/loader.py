@@ -392,17 +392,28 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         touching the pipeline [state-before-start, state-roundtrip]. Once iteration started
         (also after exhaustion and after ``close()``): ``pipeline.checkpoint()`` in the
         envelope [state-after-start, state-envelope, state-end-of-epoch]. With
-        ``world_size > 1`` Zephon's checkpoint is collective: every rank must call this.
+        ``world_size > 1`` the checkpoint is collective: every rank counted in ``world_size``
+        (TP/PP peers included) must call this, and all get the same bytes
+        [state-all-ranks-identical, state-collective-all-ranks].
+
+        Raises:
+            TimeoutError: another rank did not call ``state_dict()`` within the pipeline's
+                ``aggregate_timeout_s``; Zephon's message (on global rank 0 it names the
+                missing ranks) is included and chained [state-collective-timeout].
         """
         if not self._started:
             return {"zephon": self._restored_checkpoint}
-        return {
-            "zephon": encode_state(
-                self._pipeline.checkpoint(),
-                topology=pipeline_topology(self._pipeline),
-                fingerprint=pipeline_fingerprint(self._pipeline),
-            )
-        }
+        topology = pipeline_topology(self._pipeline)
+        try:
+            checkpoint = self._pipeline.checkpoint()
+        except RuntimeError as error:
+            if "timed out" not in str(error).lower():
+                raise
+            raise TimeoutError(
+                f"state_dict() timed out: the checkpoint is collective over all {topology['world_size']} ranks "
+                f"(TP/PP peers included) and not every rank called state_dict() in time; zephon said: {error}"
+            ) from error
+        return {"zephon": encode_state(checkpoint, topology=topology, fingerprint=pipeline_fingerprint(self._pipeline))}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Load ``state["zephon"]`` before iteration; Zephon restores it at the first ``next()``.

@@ -11,9 +11,4 @@ from _suite import SuiteRun, run_conformance
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory) -> SuiteRun:
     """The whole conformance suite against the reference backend, run once per session."""
-    # The mpiexec scenarios (conformance/test_multirank.py) are not part of this run yet: they
-    # need the `multirank` extra and land in CI together with their SPEC clauses (issue 6).
-    return run_conformance(
-        tmp_path_factory.mktemp("reference-run"), "conformance", "--backend=reference",
-        "--ignore=conformance/test_multirank.py",
-    )
+    return run_conformance(tmp_path_factory.mktemp("reference-run"), "conformance", "--backend=reference")

@@ -3,8 +3,9 @@
     mpiexec -n K python -m conformance.multirank.mpi_main --backend NAME --out DIR \
         --params '{"take": 1, "save": true, ...}'
 
-Every rank resolves ``--backend`` with ``conformance.backends.load_backend``, runs
-``scenarios.run_phase`` and writes ``DIR/rank{rank}.json``. The job exits 0 when every rank
+Every rank runs ``scenarios.rank_main``: it resolves ``--backend`` with
+``conformance.backends.load_backend``, runs ``scenarios.run_phase`` and writes
+``DIR/rank{rank}.json``. The job exits 0 when every rank
 succeeded, 1 otherwise (each rank exits with the job's status, after the others finished).
 """
 
@@ -49,21 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default="{}", help="JSON object of scenarios.run_phase parameters")
     args = parser.parse_args(argv)
 
-    group = MpiGroup()
-    ok = False
-    try:
-        import logging
+    from conformance.multirank.scenarios import rank_main
 
-        logging.getLogger("zephon").setLevel(logging.ERROR)
-        from conformance.backends import load_backend
-        from conformance.multirank.scenarios import run_phase
-
-        ok = run_phase(group, load_backend(args.backend), json.loads(args.params), args.out)
-    except BaseException as error:  # noqa: BLE001 - set-up failure: report and join the exit vote
-        print(f"rank {group.rank}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
-    statuses = group.allgather(ok)
-    return 0 if all(statuses) else 1
-
+    return 0 if rank_main(MpiGroup(), args.backend, json.loads(args.params), args.out) else 1
 
 if __name__ == "__main__":
     sys.exit(main())

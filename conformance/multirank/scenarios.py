@@ -1,24 +1,33 @@
 """Multi-rank ``ZephonDataLoader`` state scenarios, written once for any launcher.
 
 Every rank process calls ``run_phase(group, backend, params, out_dir)``. ``group`` is any
-object with ``rank``, ``world_size`` and ``allgather(obj) -> list`` (see ``Group``); the MPI
-launcher (``conformance.multirank.mpi_main``) provides one over mpi4py, and a
-torch.distributed launcher can provide another over ``all_gather_object``.
+object with ``rank``, ``world_size`` and ``allgather(obj) -> list`` (see ``Group``): the MPI
+launcher (``conformance.multirank.mpi_main``) provides one over mpi4py, the torch.distributed
+launcher (``conformance.multirank.torch_main``) one over gloo's ``all_gather_object``. Both
+enter through ``rank_main``.
 
-Each rank builds its own in-memory Zephon pipeline (field-reports.md F18: N one-token rows
-``{"input_ids": [100 + i]}``, ``chunk_size=1``, ``"redistribute"``, ``batch(1)``, inline
-runner without prefetch) with its coordination identity (``world_size``, ``global_rank``) and
-data identity (``dp_degree``, ``dp_group_id = rank // tp``), wraps it in the backend's
-``ZephonDataLoader`` whose ``convert_batch`` returns each batch's row indices, and writes its
-results as JSON to ``out_dir/rank{rank}.json``. The pytest side (``test_multirank.py``)
-checks them.
+Each rank builds its own Zephon pipeline with its coordination identity (``world_size``,
+``global_rank``) and data identity (``dp_degree``, ``dp_group_id = rank // tp``), over one of
+two data sources:
+
+- ``data="f18"``: field-reports.md F18's N one-token rows ``{"input_ids": [100 + i]}``,
+  ``chunk_size=1``, ``"redistribute"``, ``batch(1)``, inline runner without prefetch;
+  ``convert_batch`` returns each batch's row indices, so F18's literal lists apply.
+- ``data="corpus"``: the first ``docs`` documents of the real corpus (``golden/corpus``),
+  tokenized with the committed BPE, ``pack_flat(seq_len + 1, first_fit)``,
+  ``batch(batch_size)``; ``convert_batch`` is the backend's own ``convert_text_batch`` (the
+  default contract), reduced to one key per packed row (``row_keys``).
+
+It wraps the pipeline in the backend's ``ZephonDataLoader`` and writes its results as JSON to
+``out_dir/rank{rank}.json``; the pytest side (``test_multirank.py``) checks them.
 
 A phase (one launcher job) does, per rank, in this order:
 
 1. ``uninterrupted``: a loader over a fresh pipeline (own ``run_id``) read to exhaustion,
    never checkpointed: the reference stream of this rank in this topology.
 2. The phase loader (another ``run_id``): optionally ``load_state_dict`` of ``load`` (a file
-   of state bytes), then ``take`` batches (``None``: to exhaustion), then, when ``save`` is
+   of state bytes), then ``take`` batches (``None``: to exhaustion; a list gives each rank its
+   own count, so ranks save at different cursors), then, when ``save`` is
    set, ``state_dict()`` on every rank (collective; ranks in ``skip_state`` never call it),
    writing ``state_r{rank}.bin`` and recording its sha256 and everyone's sha256 (allgather).
 """
@@ -27,24 +36,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["DEFAULTS", "Group", "build_pipeline", "row_indices", "run_phase"]
+__all__ = ["DEFAULTS", "Group", "build_pipeline", "rank_main", "row_indices", "row_keys", "run_phase"]
 
 DEFAULTS: dict[str, Any] = {
     "n": 16,  # rows
     "canonical_replicas": 4,
     "tp": 1,  # ranks per data-parallel group (TP/PP peers)
-    "take": None,  # batches the phase loader takes; None: to exhaustion
+    "take": None,  # batches the phase loader takes (a list: per rank); None: to exhaustion
     "load": None,  # path of state bytes to load before iterating
     "save": False,  # call state_dict() after taking
     "uninterrupted": False,  # also read a fresh loader to exhaustion
     "skip_state": [],  # ranks that never call state_dict()
     "aggregate_timeout_s": 30.0,
     "run_id": "phase",
+    "data": "f18",  # "f18": N one-token rows; "corpus": real text, tokenized and packed
+    "docs": 64,  # corpus: the first documents of golden/corpus
+    "seq_len": 256,  # corpus: pack_flat(seq_len + 1)
+    "batch_size": 2,  # corpus: rows per batch
 }
 
 
@@ -58,33 +72,65 @@ class Group(Protocol):
 
 
 def row_indices(sample_batch) -> list[int]:
-    """``convert_batch``: the batch's row indices (F16–F18)."""
+    """``convert_batch`` of the F18 data: the batch's row indices (F16–F18)."""
     return [record.meta.sample_id[2] for record in sample_batch.records]
 
 
+def row_keys(training_batch) -> list[str]:
+    """A packed row's identity: the sha256 (16 hex digits) of its ``input_ids``, ``labels`` and
+    ``position_ids`` as int64 bytes. Equal keys mean the same packed row, converted the same way."""
+    keys = []
+    for row in range(training_batch["input_ids"].shape[0]):
+        digest = hashlib.sha256()
+        for name in ("input_ids", "labels", "position_ids"):
+            digest.update(training_batch[name][row].to("cpu").long().numpy().tobytes())
+        keys.append(digest.hexdigest()[:16])
+    return keys
+
+
+def _topology(group: Group, params: dict, run_id: str) -> dict:
+    tp = params["tp"]
+    return {
+        "world_size": group.world_size, "global_rank": group.rank,
+        "dp_degree": group.world_size // tp, "dp_group_id": group.rank // tp,
+        "canonical_replicas": params["canonical_replicas"],
+        "aggregate_dir": str(Path(params["aggregate_dir"])), "run_id": run_id,
+        "aggregate_timeout_s": params["aggregate_timeout_s"],
+    }
+
+
 def build_pipeline(group: Group, params: dict, run_id: str):
-    """F18's pipeline for this rank's topology."""
+    """This rank's pipeline: F18's one-token rows, or real corpus text (``data="corpus"``)."""
+    if params["data"] == "corpus":
+        from conformance._pipelines import corpus_pipeline
+
+        return corpus_pipeline(
+            Path(params["aggregate_dir"]).parent, seq_len=params["seq_len"], batch_size=params["batch_size"],
+            docs=params["docs"], chunk_size=4, **_topology(group, params, run_id),
+        )
     from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
-    n, tp = params["n"], params["tp"]
-    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(n)])})
+    dataset = Dataset.from_dict(
+        "d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(params["n"])])},
+    )
     work_source = StaticMixtureWorkSource(
         [dataset], {"d": 1.0}, chunk_size=1, seed=0, shuffle_shards=False, exhausted_policy="redistribute",
     )
     return Pipeline(work_source).batch(1).options(
-        runner="inline", prefetch_batches=0, default_stage_prefetch=0,
-        world_size=group.world_size, global_rank=group.rank,
-        dp_degree=group.world_size // tp, dp_group_id=group.rank // tp,
-        canonical_replicas=params["canonical_replicas"],
-        aggregate_dir=str(Path(params["aggregate_dir"])), run_id=run_id,
-        aggregate_timeout_s=params["aggregate_timeout_s"],
+        runner="inline", prefetch_batches=0, default_stage_prefetch=0, **_topology(group, params, run_id),
     )
 
 
 def _loader(backend, group: Group, params: dict, run_id: str):
     from conformance._zephon import Contract
 
-    return backend.ZephonDataLoader(build_pipeline(group, params, run_id), row_indices, packing_contract=Contract())
+    contract = Contract()
+    if params["data"] == "corpus":
+        def convert(sample_batch):
+            return row_keys(backend.convert_text_batch(sample_batch, contract, -100, True, False))
+    else:
+        convert = row_indices
+    return backend.ZephonDataLoader(build_pipeline(group, params, run_id), convert, packing_contract=contract)
 
 
 def _take(loader, k: int | None) -> list[list[int]]:
@@ -116,7 +162,8 @@ def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
             loaded = Path(params["load"]).read_bytes()
             loader.load_state_dict({"zephon": loaded})
             result["loaded"] = loader.state_dict() == {"zephon": loaded}
-        result["batches"] = _take(loader, params["take"])
+        take = params["take"]
+        result["batches"] = _take(loader, take[group.rank] if isinstance(take, list) else take)
         if params["save"] and group.rank not in params["skip_state"]:
             started = time.monotonic()
             try:
@@ -134,3 +181,23 @@ def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
         result["all_state_sha256"] = group.allgather(result.get("state_sha256"))
     (out_dir / f"rank{group.rank}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     return result["error"] is None
+
+
+def rank_main(group: Group, backend_spec: str, params: dict, out_dir: str | Path) -> bool:
+    """A launcher's per-rank entry point: resolve the backend, run the phase, and vote.
+
+    Set-up failures (an unknown backend, an import error) are printed and count as this
+    rank's failure. Every rank then joins one ``allgather`` of the statuses, so all ranks
+    agree on the job's outcome; returns whether every rank succeeded.
+    """
+    ok = False
+    try:
+        import logging
+
+        logging.getLogger("zephon").setLevel(logging.ERROR)
+        from conformance.backends import load_backend
+
+        ok = run_phase(group, load_backend(backend_spec), params, out_dir)
+    except BaseException as error:  # noqa: BLE001 - set-up failure: report and join the exit vote
+        print(f"rank {group.rank}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+    return all(group.allgather(ok))
