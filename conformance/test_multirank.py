@@ -63,9 +63,11 @@ def launcher(request) -> str:
 # F18: the uninterrupted 4-rank run (world_size=4, canonical_replicas=4), per rank.
 F18_DP4 = [[1, 4, 11, 14], [2, 6, 10, 13], [0, 7, 8, 15], [3, 5, 9, 12]]
 # F18: the state after one step (rows 0..3), resumed on dp=2 (contiguous: rank 0 owns lanes
-# 0-1, rank 1 owns lanes 2-3) and on dp=1.
+# 0-1, rank 1 owns lanes 2-3).
 F18_DP2_AFTER_STEP1 = [[4, 6, 11, 10, 14, 13], [7, 5, 8, 9, 15, 12]]
-F18_DP1_AFTER_STEP1 = [4, 6, 7, 5, 11, 10, 8, 9, 14, 13, 15, 12]
+# The corpus scenarios: the first 48 documents of golden/corpus, tokenized, packed into rows
+# of 129 tokens, 2 rows per batch; rows are compared by scenarios.row_keys.
+CORPUS = {"data": "corpus", "docs": 48, "seq_len": 128, "batch_size": 2}
 
 
 def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_TIMEOUT_S, **params):
@@ -152,23 +154,36 @@ def run(launcher, request):
     return run_job
 
 
+def windows(per_rank: list[list[list]], batches_per_rank: int) -> list[Counter]:
+    """Global steps (windows of 4 batches) of a phase, given each rank's batches: step s holds
+    the batches s*b .. (s+1)*b - 1 of every rank, where b = 4 / ranks."""
+    steps = min(len(batches) for batches in per_rank) // batches_per_rank
+    return [
+        Counter(i for batches in per_rank for i in flat(batches[s * batches_per_rank:(s + 1) * batches_per_rank]))
+        for s in range(steps)
+    ]
+
+
+def rows_of(elements: Counter) -> list:
+    return sorted(elements.elements())
+
+
+# --- F18's data: literal lists from field-reports.md ----------------------------------------
+
+
 @pytest.fixture(scope="module")
-def dp4_saved(run, tmp_path_factory):
-    """DP=4 (world_size=4): the uninterrupted run, and a run saved after one step (rows 0..3)."""
-    workdir = tmp_path_factory.mktemp("dp4")
-    return workdir, run(4, workdir, "dp4-save", take=1, save=True, uninterrupted=True)
-
-
-# --- same topology: DP=4 and DP=2 -----------------------------------------------------------
+def f18_dp4_saved(run, tmp_path_factory):
+    """F18, DP=4 (world_size=4): the uninterrupted run, and a run saved after one step (rows 0..3)."""
+    workdir = tmp_path_factory.mktemp("f18-dp4")
+    return workdir, ok(run(4, workdir, "dp4-save", take=1, save=True, uninterrupted=True), "dp4-save")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
 @pytest.mark.clause("state-all-ranks-identical", "state-multirank-resume", "state-envelope", "state-roundtrip")
-def test_dp4_all_ranks_identical_state_and_exact_resume(run, dp4_saved):
+def test_f18_dp4_all_ranks_identical_state_and_exact_resume(run, f18_dp4_saved):
     """F18: the 4 ranks' uninterrupted lists; after one step every rank returns the same bytes;
     a new 4-rank job loading them continues each rank's uninterrupted tail."""
-    workdir, job = dp4_saved
-    saved = ok(job, "dp4-save")
+    workdir, saved = f18_dp4_saved
     assert [flat(r["uninterrupted"]) for r in saved] == F18_DP4, "# F18's uninterrupted run (zephon determinism)"
     assert [flat(r["batches"]) for r in saved] == [[lst[0]] for lst in F18_DP4]
     assert_identical_states(workdir, "dp4-save", saved, {"world_size": 4, "dp_degree": 4, "canonical_replicas": 4})
@@ -182,23 +197,19 @@ def test_dp4_all_ranks_identical_state_and_exact_resume(run, dp4_saved):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-multirank-resume", "state-all-ranks-identical", "state-envelope")
-def test_dp2_mid_step_at_different_cursors_resumes_each_rank(run, tmp_path):
-    """DP=2 with canonical_replicas=4 (two lanes per rank): rank 0 saves after 3 batches and
-    rank 1 after 2, both in the middle of a global step; a new 2-rank job loading rank 1's
-    bytes continues each rank's own uninterrupted tail."""
-    take = [3, 2]
-    saved = ok(run(2, tmp_path, "dp2-save", take=take, save=True, uninterrupted=True), "dp2-save")
-    for rank, result in enumerate(saved):
-        assert result["batches"] == result["uninterrupted"][: take[rank]]
-    assert sorted(flat(saved[0]["uninterrupted"]) + flat(saved[1]["uninterrupted"])) == list(range(16))
-    assert_identical_states(tmp_path, "dp2-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 4})
-    resumed = ok(run(2, tmp_path, "dp2-resume", load=str(tmp_path / "dp2-save" / "state_r1.bin")), "dp2-resume")
-    for rank, result in enumerate(resumed):
-        expected = saved[rank]["uninterrupted"][take[rank]:]
-        assert result["batches"] == expected, (
-            f"rank {rank} saved after {take[rank]} batches and resumed {result['batches']}, but should continue "
-            f"with {expected} [state-multirank-resume]"
+@pytest.mark.clause("state-elastic-resume")
+def test_f18_dp4_state_resumed_on_dp2(run, f18_dp4_saved):
+    """F18: the DP=4 state after one step, resumed by a 2-rank job: rank 0 owns lanes 0-1 and
+    rank 1 lanes 2-3, so each global step holds F18's rows, split between the ranks by lane."""
+    workdir, _ = f18_dp4_saved
+    resumed = ok(run(2, workdir, "dp4-to-dp2", load=str(workdir / "dp4-save" / "state_r2.bin")), "dp4-to-dp2")
+    per_rank = [r["batches"] for r in resumed]
+    for rank in range(2):
+        got = [sorted(flat(per_rank[rank][2 * s:2 * s + 2])) for s in range(3)]
+        expected = [sorted(F18_DP2_AFTER_STEP1[rank][2 * s:2 * s + 2]) for s in range(3)]
+        assert got == expected, (
+            f"F18: rank {rank} of 2 read {flat(per_rank[rank])} in global steps 2-4 ({got}), but should read the "
+            f"rows of its lanes {expected} (order inside a step is free) [state-elastic-resume]"
         )
 
 
@@ -227,92 +238,126 @@ def test_f18_ranks_at_different_cursors(run, tmp_path):
         )
 
 
-# --- DP=2 x TP=2 ----------------------------------------------------------------------------
+# --- the real corpus: tokenized, packed rows through the backend's convert_text_batch ------
 
 
-@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.fixture(scope="module")
+def corpus_dp4_saved(run, tmp_path_factory):
+    """The corpus, DP=4 (one rank per canonical lane): each lane's uninterrupted batches, and a
+    run saved after one global step."""
+    workdir = tmp_path_factory.mktemp("corpus-dp4")
+    saved = ok(run(4, workdir, "corpus-dp4-save", take=1, save=True, uninterrupted=True, **CORPUS), "corpus-dp4-save")
+    lanes = [r["uninterrupted"] for r in saved]
+    rows = flat(flat(lanes))
+    assert len(rows) == len(set(rows)) > 100, f"the corpus run must yield over 100 distinct packed rows, got {len(rows)}"
+    assert min(len(lane) for lane in lanes) >= 6, f"lanes too short for the elastic run: {[len(x) for x in lanes]}"
+    return workdir, saved
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state", "convert_text_batch")
+@pytest.mark.clause("state-multirank-resume", "state-all-ranks-identical", "state-envelope")
+def test_corpus_dp2_mid_step_at_different_cursors_resumes_each_rank(run, tmp_path):
+    """DP=2 with canonical_replicas=4 (two lanes per rank): rank 0 saves after 3 batches and
+    rank 1 after 2, both in the middle of a global step; a new 2-rank job loading rank 1's
+    bytes continues each rank's own uninterrupted tail, packed row for packed row."""
+    take = [3, 2]
+    saved = ok(run(2, tmp_path, "dp2-save", take=take, save=True, uninterrupted=True, **CORPUS), "dp2-save")
+    for rank, result in enumerate(saved):
+        assert result["batches"] == result["uninterrupted"][: take[rank]]
+    assert_identical_states(tmp_path, "dp2-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 4})
+    resumed = ok(run(2, tmp_path, "dp2-resume", load=str(tmp_path / "dp2-save" / "state_r1.bin"), **CORPUS),
+                 "dp2-resume")
+    for rank, result in enumerate(resumed):
+        expected = saved[rank]["uninterrupted"][take[rank]:]
+        assert result["batches"] == expected, (
+            f"rank {rank} saved after {take[rank]} batches and resumed {len(result['batches'])} batches that differ "
+            f"from its {len(expected)}-batch uninterrupted tail (row keys: got {result['batches'][:3]}..., "
+            f"expected {expected[:3]}...) [state-multirank-resume]"
+        )
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state", "convert_text_batch")
 @pytest.mark.clause("state-tp-peers", "state-collective-all-ranks", "state-all-ranks-identical", "state-envelope")
-def test_dp2_tp2_peers_identical_batches_and_state(run, tmp_path):
+def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_dp4_saved):
     """world_size=4, dp_degree=2, dp_group_id=rank // 2: TP peers read identical batches, the
-    two DP groups split the rows, all 4 ranks take part in state_dict() and get byte-identical
-    state, and after a restore the peers again read identical batches: their group's tail."""
+    two DP groups split the packed rows, all 4 ranks take part in state_dict() and get
+    byte-identical state, and after a restore the peers again read identical batches: their
+    group's tail."""
     k = 3
-    results = ok(run(4, tmp_path, "dp2tp2", tp=2, take=k, save=True, uninterrupted=True), "dp2tp2")
+    results = ok(run(4, tmp_path, "dp2tp2", tp=2, take=k, save=True, uninterrupted=True, **CORPUS), "dp2tp2")
     for group in (0, 1):
         first, second = results[2 * group], results[2 * group + 1]
         assert first["uninterrupted"] == second["uninterrupted"], (
-            f"DP group {group}: TP peers read different streams {first['uninterrupted']} and "
-            f"{second['uninterrupted']} [state-tp-peers]"
+            f"DP group {group}: TP peers (ranks {2 * group}, {2 * group + 1}) read different streams [state-tp-peers]"
         )
         assert first["batches"] == second["batches"] == first["uninterrupted"][:k], "[state-tp-peers]"
-    assert sorted(flat(results[0]["uninterrupted"]) + flat(results[2]["uninterrupted"])) == list(range(16)), (
-        "the two DP groups must split the 16 rows [state-tp-peers]"
+    group_rows = [flat(results[rank]["uninterrupted"]) for rank in (0, 2)]
+    all_rows = flat(flat(r["uninterrupted"] for r in corpus_dp4_saved[1]))
+    assert not set(group_rows[0]) & set(group_rows[1]) and sorted(group_rows[0] + group_rows[1]) == sorted(all_rows), (
+        f"the two DP groups read {len(group_rows[0])} and {len(group_rows[1])} rows "
+        f"({len(set(group_rows[0]) & set(group_rows[1]))} shared); together they must read each of the corpus's "
+        f"{len(all_rows)} packed rows once [state-tp-peers]"
     )
     assert_identical_states(tmp_path, "dp2tp2", results, {"world_size": 4, "dp_degree": 2, "canonical_replicas": 4})
-    resumed = ok(run(4, tmp_path, "dp2tp2-resume", tp=2, load=str(tmp_path / "dp2tp2" / "state_r3.bin")),
+    resumed = ok(run(4, tmp_path, "dp2tp2-resume", tp=2, load=str(tmp_path / "dp2tp2" / "state_r3.bin"), **CORPUS),
                  "dp2tp2-resume")
     for rank, result in enumerate(resumed):
         expected = results[rank]["uninterrupted"][k:]
         assert result["batches"] == expected, (
-            f"rank {rank} (DP group {rank // 2}) resumed {result['batches']}, but should continue with {expected} "
-            "[state-tp-peers]"
+            f"rank {rank} (DP group {rank // 2}) resumed {len(result['batches'])} batches that differ from its "
+            f"group's {len(expected)}-batch tail [state-tp-peers]"
         )
 
 
-# --- elastic 4 -> 2 -> 1 -> 2 ---------------------------------------------------------------
-
-
-def windows(per_rank: list[list[list[int]]], batches_per_rank: int) -> list[Counter]:
-    """Global steps (windows of 4 batches) of a phase, given each rank's batches: step s holds
-    the batches s*b .. (s+1)*b - 1 of every rank, where b = 4 / ranks."""
-    steps = len(per_rank[0]) // batches_per_rank
-    return [
-        Counter(i for batches in per_rank for i in flat(batches[s * batches_per_rank:(s + 1) * batches_per_rank]))
-        for s in range(steps)
-    ]
-
-
-@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.requires("zephon_loader", "zephon_state", "convert_text_batch")
 @pytest.mark.clause("state-elastic-resume", "state-all-ranks-identical", "state-roundtrip", "state-envelope")
-def test_elastic_4_2_1_2_keeps_each_global_step(run, dp4_saved):
-    """canonical_replicas=4 fixed; one global step per phase on 4, 2 and 1 ranks, then the last
-    step on 2 ranks: every row appears exactly once, and each global step holds the same rows as
-    the uninterrupted 4-rank run (F18: order within a step is not guaranteed)."""
-    workdir, job = dp4_saved
-    start = ok(job, "dp4-save")
-    reference = [Counter(lst[s] for lst in F18_DP4) for s in range(4)]
-    assert windows([r["uninterrupted"] for r in start], 1) == reference
+def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
+    """canonical_replicas=4 fixed; one global step per phase on 4, 2 and 1 ranks, then the rest
+    on 2 ranks: every packed row appears exactly once over the whole run, each global step
+    holds the same rows as in the uninterrupted 4-rank run (checked while every lane still
+    yields a batch; the order inside a step is free), and after 4 -> 2 rank r reads lanes 2r
+    and 2r + 1."""
+    workdir, start = corpus_dp4_saved
+    lanes = [r["uninterrupted"] for r in start]
+    full_steps = min(len(lane) for lane in lanes)
+    reference = windows(lanes, 1)
     assert windows([r["batches"] for r in start], 1) == reference[:1]
 
-    phases = [("elastic-dp2", 2, 2, "dp4-save"), ("elastic-dp1", 1, 4, "elastic-dp2"), ("elastic-dp2-end", 2, None, "elastic-dp1")]
-    seen = flat(start[0]["batches"] + start[1]["batches"] + start[2]["batches"] + start[3]["batches"])
+    phases = [("elastic-dp2", 2, 2, "corpus-dp4-save"), ("elastic-dp1", 1, 4, "elastic-dp2"),
+              ("elastic-dp2-end", 2, None, "elastic-dp1")]
+    seen = flat(flat(r["batches"] for r in start))
     step = 1
     for name, ranks, take, previous in phases:
         save = take is not None
-        results = ok(run(ranks, workdir, name, take=take, save=save, load=str(workdir / previous / "state_r0.bin")), name)
+        results = ok(run(ranks, workdir, name, take=take, save=save, load=str(workdir / previous / "state_r0.bin"),
+                         **CORPUS), name)
         assert all(r["loaded"] for r in results), f"{name}: state_dict() after the load differs [state-roundtrip]"
         per_rank = [r["batches"] for r in results]
-        got = windows(per_rank, 4 // ranks)
+        got = windows(per_rank, 4 // ranks)[: full_steps - step]
+        assert got, f"{name}: no complete global step to compare"
         expected = reference[step:step + len(got)]
-        assert got == expected, (
-            f"{name}: global steps {step + 1}.. hold {[sorted(c.elements()) for c in got]}, but should hold "
-            f"{[sorted(c.elements()) for c in expected]} as in the uninterrupted run [state-elastic-resume]"
-        )
-        if name == "elastic-dp2":  # F18's dp=2 resume, lane ownership: rank 0 owns lanes 0-1
+        for offset, (have, want) in enumerate(zip(got, expected, strict=True)):
+            assert have == want, (
+                f"{name}: global step {step + offset + 1} holds rows {rows_of(have)}, but should hold "
+                f"{rows_of(want)} as in the uninterrupted run [state-elastic-resume]"
+            )
+        if name == "elastic-dp2":  # lane ownership: rank r owns lanes 2r and 2r + 1
             for rank in range(2):
-                assert sorted(flat(per_rank[rank])) == sorted(F18_DP2_AFTER_STEP1[rank][:2]), (
-                    f"rank {rank} read {flat(per_rank[rank])}; F18 dp=2: lanes map to ranks contiguously "
-                    "[state-elastic-resume]"
+                want = sorted(lanes[2 * rank][1] + lanes[2 * rank + 1][1])
+                assert sorted(flat(per_rank[rank])) == want, (
+                    f"after 4 -> 2 ranks, rank {rank} must read the rows of lanes {2 * rank} and {2 * rank + 1} "
+                    "(contiguous lane mapping) [state-elastic-resume]"
                 )
-        if name == "elastic-dp1":
-            assert sorted(flat(per_rank[0])) == sorted(F18_DP1_AFTER_STEP1[4:8]), "F18 dp=1 [state-elastic-resume]"
         if save:
             assert_identical_states(workdir, name, results, {"world_size": ranks, "dp_degree": ranks, "canonical_replicas": 4})
-        seen += [i for batches in per_rank for i in flat(batches)]
-        step += len(got)
-    assert step == 4, "the last phase must end the 16-row stream after global step 4 [state-elastic-resume]"
-    assert sorted(seen) == list(range(16)), (
-        f"rows over the whole elastic run: {sorted(seen)}, but each of 0..15 exactly once [state-elastic-resume]"
+            step += len(got)
+        seen += flat(flat(batches for batches in per_rank))
+    all_rows = flat(flat(lanes))
+    duplicated = sorted(k for k, n in Counter(seen).items() if n > 1)
+    assert not duplicated and sorted(seen) == sorted(all_rows), (
+        f"over the elastic run the ranks read {len(seen)} rows ({len(duplicated)} more than once, "
+        f"{len(set(all_rows) - set(seen))} never); every one of the {len(all_rows)} packed rows must appear exactly "
+        "once [state-elastic-resume]"
     )
 
 
@@ -322,13 +367,13 @@ def test_elastic_4_2_1_2_keeps_each_global_step(run, dp4_saved):
 @pytest.mark.requires("zephon_loader", "zephon_state")
 @pytest.mark.clause("state-collective-timeout", "state-collective-all-ranks")
 def test_missing_tp_peer_fails_within_bound(run, tmp_path):
-    """DP=2 x TP=2, rank 3 (a TP peer) never calls state_dict(): the others raise TimeoutError
-    within aggregate_timeout_s + 15 s, rank 0's error names the missing rank, and the whole job
-    ends non-zero within 60 s."""
+    """The corpus on DP=2 x TP=2, rank 3 (a TP peer) never calls state_dict(): the others raise
+    TimeoutError within aggregate_timeout_s + 15 s, rank 0's error names the missing rank, and
+    the whole job ends non-zero within 60 s."""
     timeout_s = 5
     returncode, results, elapsed, output = run(
         4, tmp_path, "missing-peer", timeout=90, tp=2, take=1, save=True, skip_state=[3],
-        aggregate_timeout_s=timeout_s,
+        aggregate_timeout_s=timeout_s, **CORPUS,
     )
     assert returncode != 0, f"the job must fail when rank 3 never calls state_dict(); output:\n{output}"
     assert elapsed < 60, f"the job took {elapsed:.1f}s; it must fail within 60s [state-collective-timeout]"

@@ -56,8 +56,8 @@ DEFAULTS: dict[str, Any] = {
     "aggregate_timeout_s": 30.0,
     "run_id": "phase",
     "data": "f18",  # "f18": N one-token rows; "corpus": real text, tokenized and packed
-    "docs": 64,  # corpus: the first documents of golden/corpus
-    "seq_len": 256,  # corpus: pack_flat(seq_len + 1)
+    "docs": 48,  # corpus: the first documents of golden/corpus
+    "seq_len": 128,  # corpus: pack_flat(seq_len + 1)
     "batch_size": 2,  # corpus: rows per batch
 }
 
