@@ -130,6 +130,14 @@ def _failed_clauses(cited: list[str], longrepr: str) -> set[str]:
     return named or set(cited)
 
 
+def _failure_message(report: pytest.TestReport) -> str:
+    """The failure's own message: the ``E`` lines of pytest's report, without the test source
+    it prints above them (which holds the clause tags of assertions that did not fail)."""
+    text = str(report.longrepr)
+    message = "\n".join(line[1:] for line in text.splitlines() if line.startswith("E "))
+    return message or text
+
+
 def _reproduce_command(nodeid: str, backend_name: str) -> str:
     path = os.environ.get("PYTHONPATH")
     prefix = f"PYTHONPATH={path} " if path else ""
@@ -147,7 +155,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         outcome = report.outcome
         if report.skipped and NOT_SUPPORTED in str(report.longrepr):
             outcome = "not supported"
-        blamed = _failed_clauses(cited, str(report.longrepr)) if report.failed else set()
+        blamed = _failed_clauses(cited, _failure_message(report)) if report.failed else set()
         for clause in cited:
             # A failure counts against the clauses it names; the test's other clauses were
             # not shown to be broken by it.

@@ -107,12 +107,39 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
     return process.returncode, results, elapsed, output[-4000:]
 
 
-def ok(job, name):
-    """The per-rank results of a job that must have succeeded on every rank."""
+def ok(job, name, clause=None):
+    """The per-rank results of a job that must have succeeded on every rank.
+
+    A failed job is tagged with ``clause`` (what the job step checks), and with
+    [state-collective-all-ranks] when a rank's error is a checkpoint timeout.
+    """
     returncode, results, _, output = job
     errors = [f"rank {r['rank']}:\n{r['error']}" for r in results if r["error"]]
-    assert returncode == 0 and not errors, f"job {name!r} failed (rc={returncode}):\n" + "\n".join(errors) + output
+    tags = [clause] if clause else []
+    if any("timed out" in e.lower() for e in errors):
+        tags.append("state-collective-all-ranks")
+    tag = f" [{', '.join(tags)}]" if tags else ""
+    assert returncode == 0 and not errors, (
+        f"job {name!r} failed (rc={returncode}){tag}:\n" + "\n".join(errors) + output
+    )
     return results
+
+
+def assert_loaded(results, name):
+    """Every rank's state_dict() right after load_state_dict() returned the loaded bytes."""
+    for r in results:
+        assert r["loaded"], (
+            f"job {name!r}, rank {r['rank']}: state_dict() right after loading bytes with sha256 "
+            f"{r['loaded_sha256'][:16]}… returned {r['after_load']} instead of those bytes [state-roundtrip]"
+        )
+
+
+def difference(got: list, expected: list) -> str:
+    """Where two batch lists first differ, for failure messages."""
+    for index, (a, b) in enumerate(zip(got, expected, strict=False)):
+        if a != b:
+            return f"batch {index}: got {a}, expected {b} ({len(got)} batches, expected {len(expected)})"
+    return f"got {len(got)} batches, expected {len(expected)}"
 
 
 def flat(batches):
@@ -187,9 +214,10 @@ def test_f18_dp4_all_ranks_identical_state_and_exact_resume(run, f18_dp4_saved):
     assert [flat(r["uninterrupted"]) for r in saved] == F18_DP4, "# F18's uninterrupted run (zephon determinism)"
     assert [flat(r["batches"]) for r in saved] == [[lst[0]] for lst in F18_DP4]
     assert_identical_states(workdir, "dp4-save", saved, {"world_size": 4, "dp_degree": 4, "canonical_replicas": 4})
-    resumed = ok(run(4, workdir, "dp4-resume", load=str(workdir / "dp4-save" / "state_r0.bin")), "dp4-resume")
+    resumed = ok(run(4, workdir, "dp4-resume", load=str(workdir / "dp4-save" / "state_r0.bin")), "dp4-resume",
+                 "state-multirank-resume")
+    assert_loaded(resumed, "dp4-resume")
     for rank, result in enumerate(resumed):
-        assert result["loaded"], f"rank {rank}: state_dict() after the load must return the loaded bytes [state-roundtrip]"
         assert result["batches"] == saved[rank]["uninterrupted"][1:], (
             f"rank {rank} resumed {result['batches']}, but should continue with its uninterrupted tail "
             f"{saved[rank]['uninterrupted'][1:]} [state-multirank-resume]"
@@ -202,7 +230,8 @@ def test_f18_dp4_state_resumed_on_dp2(run, f18_dp4_saved):
     """F18: the DP=4 state after one step, resumed by a 2-rank job: rank 0 owns lanes 0-1 and
     rank 1 lanes 2-3, so each global step holds F18's rows, split between the ranks by lane."""
     workdir, _ = f18_dp4_saved
-    resumed = ok(run(2, workdir, "dp4-to-dp2", load=str(workdir / "dp4-save" / "state_r2.bin")), "dp4-to-dp2")
+    resumed = ok(run(2, workdir, "dp4-to-dp2", load=str(workdir / "dp4-save" / "state_r2.bin")), "dp4-to-dp2",
+                 "state-elastic-resume")
     per_rank = [r["batches"] for r in resumed]
     for rank in range(2):
         got = [sorted(flat(per_rank[rank][2 * s:2 * s + 2])) for s in range(3)]
@@ -229,7 +258,7 @@ def test_f18_ranks_at_different_cursors(run, tmp_path):
         assert flat(result["batches"]) == F18_CURSOR_UNINTERRUPTED[rank][: F18_CURSOR_TAKE[rank]], "# F18's prefix"
     assert_identical_states(tmp_path, "cursor-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 2})
     resumed = ok(run(2, tmp_path, "cursor-resume", canonical_replicas=2,
-                     load=str(tmp_path / "cursor-save" / "state_r0.bin")), "cursor-resume")
+                     load=str(tmp_path / "cursor-save" / "state_r0.bin")), "cursor-resume", "state-multirank-resume")
     for rank, result in enumerate(resumed):
         expected = F18_CURSOR_UNINTERRUPTED[rank][F18_CURSOR_TAKE[rank]:]
         assert flat(result["batches"]) == expected, (
@@ -266,13 +295,12 @@ def test_corpus_dp2_mid_step_at_different_cursors_resumes_each_rank(run, tmp_pat
         assert result["batches"] == result["uninterrupted"][: take[rank]]
     assert_identical_states(tmp_path, "dp2-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 4})
     resumed = ok(run(2, tmp_path, "dp2-resume", load=str(tmp_path / "dp2-save" / "state_r1.bin"), **CORPUS),
-                 "dp2-resume")
+                 "dp2-resume", "state-multirank-resume")
     for rank, result in enumerate(resumed):
         expected = saved[rank]["uninterrupted"][take[rank]:]
         assert result["batches"] == expected, (
-            f"rank {rank} saved after {take[rank]} batches and resumed {len(result['batches'])} batches that differ "
-            f"from its {len(expected)}-batch uninterrupted tail (row keys: got {result['batches'][:3]}..., "
-            f"expected {expected[:3]}...) [state-multirank-resume]"
+            f"rank {rank} saved after {take[rank]} batches; its resumed stream differs from its uninterrupted tail "
+            f"at {difference(result['batches'], expected)} (row keys) [state-multirank-resume]"
         )
 
 
@@ -284,11 +312,13 @@ def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_
     byte-identical state, and after a restore the peers again read identical batches: their
     group's tail."""
     k = 3
-    results = ok(run(4, tmp_path, "dp2tp2", tp=2, take=k, save=True, uninterrupted=True, **CORPUS), "dp2tp2")
+    results = ok(run(4, tmp_path, "dp2tp2", tp=2, take=k, save=True, uninterrupted=True, **CORPUS), "dp2tp2",
+                 "state-tp-peers")
     for group in (0, 1):
         first, second = results[2 * group], results[2 * group + 1]
         assert first["uninterrupted"] == second["uninterrupted"], (
-            f"DP group {group}: TP peers (ranks {2 * group}, {2 * group + 1}) read different streams [state-tp-peers]"
+            f"DP group {group}: TP peers (ranks {2 * group}, {2 * group + 1}) read different streams, first at "
+            f"{difference(second['uninterrupted'], first['uninterrupted'])} [state-tp-peers]"
         )
         assert first["batches"] == second["batches"] == first["uninterrupted"][:k], "[state-tp-peers]"
     group_rows = [flat(results[rank]["uninterrupted"]) for rank in (0, 2)]
@@ -300,12 +330,12 @@ def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_
     )
     assert_identical_states(tmp_path, "dp2tp2", results, {"world_size": 4, "dp_degree": 2, "canonical_replicas": 4})
     resumed = ok(run(4, tmp_path, "dp2tp2-resume", tp=2, load=str(tmp_path / "dp2tp2" / "state_r3.bin"), **CORPUS),
-                 "dp2tp2-resume")
+                 "dp2tp2-resume", "state-tp-peers")
     for rank, result in enumerate(resumed):
         expected = results[rank]["uninterrupted"][k:]
         assert result["batches"] == expected, (
-            f"rank {rank} (DP group {rank // 2}) resumed {len(result['batches'])} batches that differ from its "
-            f"group's {len(expected)}-batch tail [state-tp-peers]"
+            f"rank {rank} (DP group {rank // 2}) resumed a stream that differs from its group's tail at "
+            f"{difference(result['batches'], expected)} (row keys) [state-tp-peers]"
         )
 
 
@@ -330,8 +360,8 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
     for name, ranks, take, previous in phases:
         save = take is not None
         results = ok(run(ranks, workdir, name, take=take, save=save, load=str(workdir / previous / "state_r0.bin"),
-                         **CORPUS), name)
-        assert all(r["loaded"] for r in results), f"{name}: state_dict() after the load differs [state-roundtrip]"
+                         **CORPUS), name, "state-elastic-resume")
+        assert_loaded(results, name)
         per_rank = [r["batches"] for r in results]
         got = windows(per_rank, 4 // ranks)[: full_steps - step]
         assert got, f"{name}: no complete global step to compare"
@@ -375,14 +405,19 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
         4, tmp_path, "missing-peer", timeout=90, tp=2, take=1, save=True, skip_state=[3],
         aggregate_timeout_s=timeout_s, **CORPUS,
     )
-    assert returncode != 0, f"the job must fail when rank 3 never calls state_dict(); output:\n{output}"
-    assert elapsed < 60, f"the job took {elapsed:.1f}s; it must fail within 60s [state-collective-timeout]"
-    assert results[3]["error"] is None and "state_sha256" not in results[3]
+
+    def summary(result):
+        error = (result["error"] or "").strip().splitlines()
+        return (f"rank {result['rank']}: error={error[-1] if error else None!r}, "
+                f"state_sha256={result.get('state_sha256')}, seconds in state_dict()={result.get('state_seconds')}")
+
+    ranks_text = "\n".join(summary(r) for r in results)
+    assert results[3]["error"] is None and "state_sha256" not in results[3], ranks_text
     for result in results[:3]:
         error = result["error"] or ""
         assert error, (
-            f"rank {result['rank']}: state_dict() returned although TP peer rank 3 never called it "
-            "[state-collective-all-ranks]"
+            f"rank {result['rank']}: state_dict() returned instead of raising TimeoutError, although TP peer rank 3 "
+            f"never called it [state-collective-all-ranks, state-collective-timeout]:\n{ranks_text}"
         )
         last_line = error.strip().splitlines()[-1]
         assert last_line.startswith("TimeoutError") and "timed out" in last_line.lower(), (
@@ -393,6 +428,10 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
             f"rank {result['rank']} waited {result['state_seconds']}s in state_dict() with aggregate_timeout_s="
             f"{timeout_s} [state-collective-timeout]"
         )
+    assert returncode != 0, (
+        f"the job must fail when rank 3 never calls state_dict() [state-collective-all-ranks]:\n{ranks_text}\n{output}"
+    )
+    assert elapsed < 60, f"the job took {elapsed:.1f}s; it must fail within 60s [state-collective-timeout]"
     # Rank 0 collects the shards: "... waiting for checkpoint shards: Missing ranks=[3]" (Zephon
     # 0.2.0). Ranks 1 and 2 race the leader and may time out "waiting for merged checkpoint",
     # which names no rank, so the clause asks for the missing rank on rank 0 only.

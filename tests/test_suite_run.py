@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+from types import SimpleNamespace
 
 from _suite import ROOT, run_conformance
 
-from conformance.conftest import spec_clauses
+from conformance.conftest import _failed_clauses, _failure_message, spec_clauses
 
 
 def outcome(testcase) -> str:
@@ -79,3 +80,23 @@ def test_ci_runs_the_readme_test_command():
     assert len(commands) >= 2, "README must open with the main-job command and the test command"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1].strip() in ci, f"README's test command {commands[1]!r} is not what .ci/run runs"
+
+
+def test_a_failure_blames_only_the_clauses_its_own_message_names():
+    """The clause summary blames the clauses named in the failure's ``E`` lines, not those in
+    the test source pytest prints above them (tags of assertions that passed)."""
+    longrepr = "\n".join([
+        "    def test_resume(run):",
+        '        assert loaded, "state_dict() after the load differs [state-roundtrip]"',
+        ">       assert got == expected, (",
+        '            f"rank 1 resumed {got} [state-multirank-resume]"',
+        "        )",
+        "E       AssertionError: rank 1 resumed [[2]], but should continue with [[6]] [state-multirank-resume]",
+        "E       assert [[2]] == [[6]]",
+    ])
+    report = SimpleNamespace(longrepr=longrepr)
+    cited = ["state-roundtrip", "state-multirank-resume", "state-envelope"]
+    assert _failed_clauses(cited, _failure_message(report)) == {"state-multirank-resume"}
+    # A failure whose message names none of the cited clauses blames all of them.
+    report = SimpleNamespace(longrepr="E       assert 0 != 0")
+    assert _failed_clauses(cited, _failure_message(report)) == set(cited)

@@ -142,8 +142,9 @@ def _take(loader, k: int | None) -> list[list[int]]:
 def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
     """Run one phase on this rank; write ``rank{rank}.json``; return whether it succeeded.
 
-    The JSON holds ``uninterrupted`` and ``batches`` (lists of row-index lists), ``loaded``
-    (whether ``state_dict()`` right after the load returned the loaded bytes),
+    The JSON holds ``uninterrupted`` and ``batches`` (lists of per-batch row lists), ``loaded``
+    (whether ``state_dict()`` right after the load returned the loaded bytes; ``after_load``
+    shows what it returned instead, ``loaded_sha256`` what was loaded),
     ``state_sha256`` and ``all_state_sha256`` (everyone's, by rank), ``error`` (the traceback
     of the first failure, or ``None``) and ``state_seconds`` (how long ``state_dict()`` took,
     also when it failed).
@@ -161,7 +162,10 @@ def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
         if params["load"] is not None:
             loaded = Path(params["load"]).read_bytes()
             loader.load_state_dict({"zephon": loaded})
-            result["loaded"] = loader.state_dict() == {"zephon": loaded}
+            after_load = loader.state_dict()
+            result["loaded"] = after_load == {"zephon": loaded}
+            result["loaded_sha256"] = hashlib.sha256(loaded).hexdigest()
+            result["after_load"] = repr(after_load)[:200] if not result["loaded"] else None
         take = params["take"]
         result["batches"] = _take(loader, take[group.rank] if isinstance(take, list) else take)
         if params["save"] and group.rank not in params["skip_state"]:
