@@ -38,6 +38,10 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
         "ZephonDataLoader state_dict / load_state_dict (single process)",
         ("ZephonDataLoader",),
     ),
+    "zephon_state_multirank": (
+        "ZephonDataLoader state across rank processes: collective state_dict, TP/PP peers, elastic resume",
+        ("ZephonDataLoader",),
+    ),
     "xdoc": ("allow_cross_document_attention=True / enable_xdoc_attention", ("enable_xdoc_attention",)),
     "thd": ('convert_text_batch(output_format="thd")', ("convert_text_batch",)),
     "unpacked": ("convert_text_batch(pad_to_length=..., pad_token_id=...)", ("convert_text_batch",)),
@@ -101,17 +105,17 @@ def load_backend(spec: str) -> Backend:
         BackendError: an unknown built-in name (the message lists the known ones and the
             ``module:attribute`` form), an import failure, or an unknown declared capability.
     """
-    if spec in BUILTIN_BACKENDS:
-        path = BUILTIN_BACKENDS[spec]
-    elif ":" in spec or "." in spec:
-        path = spec
-    else:
-        raise BackendError(
-            f"unknown backend {spec!r}; known backends: {sorted(BUILTIN_BACKENDS)}, "
-            "or a 'module:attribute' path to an object exposing the contract's names"
-        )
+    path = BUILTIN_BACKENDS.get(spec, spec)
     try:
         impl = _import_target(path)
+    except ModuleNotFoundError as error:
+        if spec not in BUILTIN_BACKENDS and ":" not in spec and "." not in spec and error.name == spec:
+            # A bare name that is neither built in nor an importable module: most likely a typo.
+            raise BackendError(
+                f"unknown backend {spec!r}; known backends: {sorted(BUILTIN_BACKENDS)}, "
+                "or a module / 'module:attribute' path to an object exposing the contract's names"
+            ) from error
+        raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
     except (ImportError, AttributeError) as error:
         raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
 

@@ -63,11 +63,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+LAUNCHERS = ("mpiexec", "torch")
+# A failure message carrying this tag is about the suite's own machinery (e.g. rank processes
+# that cannot import the backend), not about any clause: its clauses are reported inconclusive.
+HARNESS_TAG = "[batchspec-harness]"
+
+
+def _launchers(value: str) -> list[str]:
+    """``--launcher``'s comma-separated names, validated."""
+    names = [name.strip() for name in value.split(",")]
+    if any(not name for name in names):
+        raise pytest.UsageError(f"--launcher={value!r}: empty launcher name; choose from {list(LAUNCHERS)}")
+    unknown = sorted(set(names) - set(LAUNCHERS))
+    if unknown:
+        raise pytest.UsageError(f"--launcher={value!r}: unknown launcher(s) {unknown}; choose from {list(LAUNCHERS)}")
+    return names
+
+
 def pytest_configure(config: pytest.Config) -> None:
     try:
         config._batchspec_backend = load_backend(config.getoption("--backend"))
     except BackendError as error:
         raise pytest.UsageError(str(error)) from None
+    config._batchspec_launchers = _launchers(config.getoption("--launcher"))
     config._batchspec_outcomes = defaultdict(list)
 
 
@@ -124,7 +142,10 @@ CITED_CLAUSE = re.compile(r"\[([a-z0-9-]+)(?=[:,\]])")
 
 def _failed_clauses(cited: list[str], longrepr: str) -> set[str]:
     """The cited clauses a failure is about: those its message names in brackets
-    (``[ctb-shift: ...]``), or all cited clauses when the message names none of them."""
+    (``[ctb-shift: ...]``), or all cited clauses when the message names none of them; none
+    for a failure of the suite's own machinery (``HARNESS_TAG``)."""
+    if HARNESS_TAG in longrepr:
+        return set()
     named = {m.group(1) for m in CITED_CLAUSE.finditer(longrepr)} & set(cited)
     named |= {cid for cid in cited if re.search(rf"[\[ ,]{re.escape(cid)}[\]:,]", longrepr)}
     return named or set(cited)

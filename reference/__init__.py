@@ -48,6 +48,7 @@ BATCHSPEC_CAPABILITIES = frozenset(
         "convert_text_batch",
         "zephon_loader",
         "zephon_state",
+        "zephon_state_multirank",
         "xdoc",
         "thd",
         "unpacked",

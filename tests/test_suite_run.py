@@ -100,3 +100,20 @@ def test_a_failure_blames_only_the_clauses_its_own_message_names():
     # A failure whose message names none of the cited clauses blames all of them.
     report = SimpleNamespace(longrepr="E       assert 0 != 0")
     assert _failed_clauses(cited, _failure_message(report)) == set(cited)
+
+
+def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
+    for value, words in (("foo", "unknown launcher(s) ['foo']"), ("torch,", "empty launcher name")):
+        run = run_conformance(tmp_path / value.strip(","), "conformance/test_multirank.py", f"--launcher={value}")
+        assert run.returncode == 4, run.output[-2000:]
+        assert words in run.output and "choose from ['mpiexec', 'torch']" in run.output
+
+
+def test_a_module_name_is_a_backend_and_multirank_tests_need_their_capability(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
+    run = run_conformance(tmp_path, "conformance/test_multirank.py", "--backend=partial_backend", "-rs", env=env)
+    assert run.returncode == 0, run.output[-3000:]
+    assert "backend=partial_backend version=unknown" in run.output
+    statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
+    assert statuses["state-all-ranks-identical"] == "not supported", statuses
+    assert "does not declare capability 'zephon_loader'" in run.output

@@ -146,7 +146,8 @@ def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
     (whether ``state_dict()`` right after the load returned the loaded bytes; ``after_load``
     shows what it returned instead, ``loaded_sha256`` what was loaded),
     ``state_sha256`` and ``all_state_sha256`` (everyone's, by rank), ``error`` (the traceback
-    of the first failure, or ``None``) and ``state_seconds`` (how long ``state_dict()`` took,
+    of the first failure, or ``None``; then also ``error_type``, ``error_message`` and
+    ``error_is_timeout``: whether it is a ``TimeoutError``, subclasses included) and ``state_seconds`` (how long ``state_dict()`` took,
     also when it failed).
     """
     params = {**DEFAULTS, **params}
@@ -177,8 +178,11 @@ def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
             (out_dir / f"state_r{group.rank}.bin").write_bytes(state)
             result["state_sha256"] = hashlib.sha256(state).hexdigest()
         loader.close()
-    except BaseException:  # noqa: BLE001 - reported to the test, never left to hang the job
+    except BaseException as error:  # noqa: BLE001 - reported to the test, never left to hang the job
         result["error"] = traceback.format_exc()
+        result["error_type"] = f"{type(error).__module__}.{type(error).__qualname__}"
+        result["error_is_timeout"] = isinstance(error, TimeoutError)
+        result["error_message"] = str(error)
     # Everyone reaches this collective, also after a failure, so a failing rank cannot hang
     # the others here.
     if params["save"]:
