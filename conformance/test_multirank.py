@@ -93,7 +93,7 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
     """
     out = workdir / name
     out.mkdir(parents=True)
-    params = {"aggregate_dir": str(workdir / "aggregate"), "run_id": name, **params}
+    params = {"scratch_dir": str(workdir), "run_id": name, **params}
     job = ["--backend", backend_spec, "--out", str(out), "--params", json.dumps(params)]
     if launcher == "mpiexec":
         command = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "conformance.multirank.mpi_main", *job]

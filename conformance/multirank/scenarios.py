@@ -42,7 +42,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["DEFAULTS", "Group", "build_pipeline", "rank_main", "row_indices", "row_keys", "run_phase"]
+__all__ = ["DEFAULTS", "Group", "build_pipeline", "rank_main", "row_keys", "run_phase"]
 
 DEFAULTS: dict[str, Any] = {
     "n": 16,  # rows
@@ -53,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "save": False,  # call state_dict() after taking
     "uninterrupted": False,  # also read a fresh loader to exhaustion
     "skip_state": [],  # ranks that never call state_dict()
+    "scratch_dir": None,  # the job's shared directory: Zephon's aggregate dir and catalog
     "aggregate_timeout_s": 30.0,
     "run_id": "phase",
     "data": "f18",  # "f18": N one-token rows; "corpus": real text, tokenized and packed
@@ -71,11 +72,6 @@ class Group(Protocol):
     def allgather(self, obj: Any) -> list[Any]: ...
 
 
-def row_indices(sample_batch) -> list[int]:
-    """``convert_batch`` of the F18 data: the batch's row indices (F16–F18)."""
-    return [record.meta.sample_id[2] for record in sample_batch.records]
-
-
 def row_keys(training_batch) -> list[str]:
     """A packed row's identity: the sha256 (16 hex digits) of its ``input_ids``, ``labels`` and
     ``position_ids`` as int64 bytes. Equal keys mean the same packed row, converted the same way."""
@@ -88,41 +84,31 @@ def row_keys(training_batch) -> list[str]:
     return keys
 
 
-def _topology(group: Group, params: dict, run_id: str) -> dict:
+def build_pipeline(group: Group, params: dict, run_id: str):
+    """This rank's pipeline: F18's one-token rows, or real corpus text (``data="corpus"``),
+    with this rank's topology; Zephon's aggregate directory is ``scratch_dir/aggregate``,
+    shared by the job's ranks."""
+    from conformance._pipelines import corpus_pipeline, index_pipeline
+
     tp = params["tp"]
-    return {
+    topology = {
         "world_size": group.world_size, "global_rank": group.rank,
         "dp_degree": group.world_size // tp, "dp_group_id": group.rank // tp,
-        "canonical_replicas": params["canonical_replicas"],
-        "aggregate_dir": str(Path(params["aggregate_dir"])), "run_id": run_id,
+        "canonical_replicas": params["canonical_replicas"], "run_id": run_id,
         "aggregate_timeout_s": params["aggregate_timeout_s"],
     }
-
-
-def build_pipeline(group: Group, params: dict, run_id: str):
-    """This rank's pipeline: F18's one-token rows, or real corpus text (``data="corpus"``)."""
     if params["data"] == "corpus":
-        from conformance._pipelines import corpus_pipeline
-
         return corpus_pipeline(
-            Path(params["aggregate_dir"]).parent, seq_len=params["seq_len"], batch_size=params["batch_size"],
-            docs=params["docs"], chunk_size=4, **_topology(group, params, run_id),
+            params["scratch_dir"], seq_len=params["seq_len"], batch_size=params["batch_size"], docs=params["docs"],
+            chunk_size=4, **topology,
         )
-    from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
-
-    dataset = Dataset.from_dict(
-        "d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(params["n"])])},
-    )
-    work_source = StaticMixtureWorkSource(
-        [dataset], {"d": 1.0}, chunk_size=1, seed=0, shuffle_shards=False, exhausted_policy="redistribute",
-    )
-    return Pipeline(work_source).batch(1).options(
-        runner="inline", prefetch_batches=0, default_stage_prefetch=0, **_topology(group, params, run_id),
-    )
+    return index_pipeline(params["scratch_dir"], params["n"], 1, "redistribute", **topology)
 
 
 def _loader(backend, group: Group, params: dict, run_id: str):
     from conformance._zephon import Contract
+
+    from conformance._pipelines import row_indices
 
     contract = Contract()
     if params["data"] == "corpus":
