@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -159,10 +160,13 @@ def _failure_message(report: pytest.TestReport) -> str:
     return message or text
 
 
-def _reproduce_command(nodeid: str, backend_name: str) -> str:
+def _reproduce_command(nodeid: str, backend_name: str, rootdir: Path) -> str:
+    """A shell command that reruns one test from anywhere: pytest's node ids are relative to
+    its rootdir, so the command changes there first."""
     path = os.environ.get("PYTHONPATH")
-    prefix = f"PYTHONPATH={path} " if path else ""
-    return f"{prefix}{sys.executable} -m pytest '{nodeid}' --backend={backend_name}"
+    prefix = f"PYTHONPATH={shlex.quote(path)} " if path else ""
+    return (f"cd {shlex.quote(str(rootdir))} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} "
+            f"--backend={shlex.quote(backend_name)}")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -170,7 +174,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     backend: Backend = item.config._batchspec_backend
     if report.failed:
-        report.sections.append(("batchspec", f"reproduce with: {_reproduce_command(item.nodeid, backend.name)}"))
+        report.sections.append(("batchspec", f"reproduce with: {_reproduce_command(item.nodeid, backend.name, item.config.rootpath)}"))
     if report.when == "call" or (report.when == "setup" and not report.passed):
         cited = [cid for mark in item.iter_markers("clause") for cid in mark.args]
         outcome = report.outcome
