@@ -164,6 +164,15 @@ def resumed_at(got: list, uninterrupted: list, cursor: int) -> str:
     return ""
 
 
+def assert_continues(who: str, got: list, uninterrupted: list, cursor: int, clause: str) -> None:
+    """``got`` (what a rank read after the restore) is ``uninterrupted[cursor:]``."""
+    expected = uninterrupted[cursor:]
+    assert got == expected, (
+        f"{who} saved after {cursor} batches; its resumed stream differs from its uninterrupted tail at "
+        f"{difference(got, expected)}{resumed_at(got, uninterrupted, cursor)} [{clause}]"
+    )
+
+
 def difference(got: list, expected: list) -> str:
     """Where two batch lists first differ, for failure messages."""
     for index, (a, b) in enumerate(zip(got, expected, strict=False)):
@@ -277,11 +286,7 @@ def test_f18_dp4_all_ranks_identical_state_and_exact_resume(run, f18_dp4_saved):
                  "state-multirank-resume")
     assert_loaded(resumed, "dp4-resume")
     for rank, result in enumerate(resumed):
-        assert result["batches"] == saved[rank]["uninterrupted"][1:], (
-            f"rank {rank} resumed {result['batches']}, but should continue with its uninterrupted tail "
-            f"{saved[rank]['uninterrupted'][1:]}{resumed_at(result['batches'], saved[rank]['uninterrupted'], 1)} "
-            "[state-multirank-resume]"
-        )
+        assert_continues(f"rank {rank}", result["batches"], saved[rank]["uninterrupted"], 1, "state-multirank-resume")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state", "zephon_state_multirank")
@@ -324,13 +329,8 @@ def test_f18_ranks_at_different_cursors(run, tmp_path):
                      load=str(tmp_path / "cursor-save" / "state_r0.bin")), "cursor-resume", "state-multirank-resume")
     assert_loaded(resumed, "cursor-resume")
     for rank, result in enumerate(resumed):
-        expected = F18_CURSOR_UNINTERRUPTED[rank][F18_CURSOR_TAKE[rank]:]
-        assert flat(result["batches"]) == expected, (
-            f"F18: rank {rank} saved after {F18_CURSOR_TAKE[rank]} batches and resumed {flat(result['batches'])}, "
-            f"but should continue with {expected}"
-            f"{resumed_at(flat(result['batches']), F18_CURSOR_UNINTERRUPTED[rank], F18_CURSOR_TAKE[rank])} "
-            "[state-multirank-resume]"
-        )
+        assert_continues(f"F18: rank {rank}", flat(result["batches"]), F18_CURSOR_UNINTERRUPTED[rank],
+                         F18_CURSOR_TAKE[rank], "state-multirank-resume")
 
 
 # --- the real corpus: tokenized, packed rows through the backend's convert_text_batch ------
@@ -367,12 +367,8 @@ def test_corpus_dp2_mid_step_at_different_cursors_resumes_each_rank(run, tmp_pat
                  "dp2-resume", "state-multirank-resume")
     assert_loaded(resumed, "dp2-resume")
     for rank, result in enumerate(resumed):
-        expected = saved[rank]["uninterrupted"][take[rank]:]
-        assert result["batches"] == expected, (
-            f"rank {rank} saved after {take[rank]} batches; its resumed stream differs from its uninterrupted tail "
-            f"at {difference(result['batches'], expected)} (row keys)"
-            f"{resumed_at(result['batches'], saved[rank]['uninterrupted'], take[rank])} [state-multirank-resume]"
-        )
+        assert_continues(f"rank {rank}", result["batches"], saved[rank]["uninterrupted"], take[rank],
+                         "state-multirank-resume")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state", "zephon_state_multirank", "convert_text_batch")
@@ -407,12 +403,8 @@ def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_
                  "dp2tp2-resume", "state-tp-peers")
     assert_loaded(resumed, "dp2tp2-resume")
     for rank, result in enumerate(resumed):
-        expected = results[rank]["uninterrupted"][k:]
-        assert result["batches"] == expected, (
-            f"rank {rank} (DP group {rank // 2}) resumed a stream that differs from its group's tail at "
-            f"{difference(result['batches'], expected)} (row keys)"
-            f"{resumed_at(result['batches'], results[rank]['uninterrupted'], k)} [state-tp-peers]"
-        )
+        assert_continues(f"rank {rank} (DP group {rank // 2})", result["batches"], results[rank]["uninterrupted"], k,
+                         "state-tp-peers")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state", "zephon_state_multirank", "convert_text_batch")

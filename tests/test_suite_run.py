@@ -12,6 +12,9 @@ from _suite import ROOT, run_conformance
 from conformance.conftest import _failed_clauses, _failure_message, spec_clauses
 
 
+# tests/backends/partial_backend.py importable, with the repository behind it.
+PARTIAL_BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
+
 def outcome(testcase) -> str:
     for child in testcase:
         if child.tag in {"failure", "error"}:
@@ -64,8 +67,8 @@ def test_unknown_backend_lists_the_known_ones(tmp_path):
 
 
 def test_partial_backend_reports_not_supported(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
-    run = run_conformance(tmp_path, "conformance/test_packing.py", "--backend=partial_backend:BACKEND", "-rs", env=env)
+    run = run_conformance(tmp_path, "conformance/test_packing.py", "--backend=partial_backend:BACKEND", "-rs",
+                          env=PARTIAL_BACKEND_ENV)
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend:BACKEND version=partial-0" in run.output
     statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
@@ -110,8 +113,8 @@ def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
 
 
 def test_a_module_name_is_a_backend_and_multirank_tests_need_their_capability(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
-    run = run_conformance(tmp_path, "conformance/test_multirank.py", "--backend=partial_backend", "-rs", env=env)
+    run = run_conformance(tmp_path, "conformance/test_multirank.py", "--backend=partial_backend", "-rs",
+                          env=PARTIAL_BACKEND_ENV)
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend version=unknown" in run.output
     statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
