@@ -5,8 +5,12 @@ A backend is any object (usually a module) that exposes the contract's public na
 ``pytest conformance --backend=NAME`` where NAME is a built-in name (``reference``) or a
 ``module:attribute`` path (``module`` alone means the module itself).
 
-A backend declares what it implements in ``BATCHSPEC_CAPABILITIES`` (an iterable of the names
-in ``CAPABILITIES``). A backend without a declaration is assumed to implement a capability
+A backend declares the SPEC version it targets in ``BATCHSPEC_SPEC_VERSION`` (e.g. ``"1.0"``);
+a backend that declares none, or targets another major version than this suite's SPEC.md, is
+refused before any test runs (SPEC.md, "Conformance"). It declares what it implements in
+``BATCHSPEC_CAPABILITIES`` (an iterable of the names in ``CAPABILITIES``; names the suite does
+not know are allowed and ignored, so a backend can also declare capabilities of a later minor
+version). A backend without a declaration is assumed to implement a capability
 when it exposes every name that capability needs. A test that needs an undeclared capability
 is reported as *not supported* (a skip whose reason starts with ``NOT SUPPORTED``), never as a
 pass.
@@ -17,6 +21,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from typing import Any
+
+from conformance.spec import major, spec_version
 
 __all__ = ["BUILTIN_BACKENDS", "CAPABILITIES", "Backend", "BackendError", "load_backend"]
 
@@ -69,6 +75,8 @@ class Backend:
     version: str
     capabilities: frozenset[str]
     declared: bool  # True when the backend declared its capabilities itself
+    spec_version: str  # the SPEC version the backend targets (BATCHSPEC_SPEC_VERSION)
+    ignored: frozenset[str] = frozenset()  # declared names this suite does not know
     impl: Any = field(repr=False)  # the object exposing the contract's names
 
     def supports(self, capability: str) -> bool:
@@ -103,7 +111,8 @@ def load_backend(spec: str) -> Backend:
 
     Raises:
         BackendError: an unknown built-in name (the message lists the known ones and the
-            ``module:attribute`` form), an import failure, or an unknown declared capability.
+            ``module:attribute`` form), an import failure, a missing or malformed
+            ``BATCHSPEC_SPEC_VERSION``, or one whose major version differs from the suite's SPEC.
     """
     path = BUILTIN_BACKENDS.get(spec, spec)
     try:
@@ -119,7 +128,9 @@ def load_backend(spec: str) -> Backend:
     except (ImportError, AttributeError) as error:
         raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
 
+    targets = _targeted_spec_version(spec, impl)
     declared = getattr(impl, "BATCHSPEC_CAPABILITIES", None)
+    ignored: frozenset[str] = frozenset()
     if declared is None:
         capabilities = frozenset(
             name
@@ -127,11 +138,35 @@ def load_backend(spec: str) -> Backend:
             if name not in {"thd", "unpacked"} and all(hasattr(impl, n) for n in needed)
         )
     else:
-        capabilities = frozenset(declared)
-        unknown = capabilities - set(CAPABILITIES)
-        if unknown:
+        if isinstance(declared, str) or not all(isinstance(name, str) for name in declared):
             raise BackendError(
-                f"backend {spec!r} declares unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}"
+                f"backend {spec!r}: BATCHSPEC_CAPABILITIES must be an iterable of capability names, got {declared!r}"
             )
+        # Names this suite does not know (a later minor version's profiles) are allowed and ignored.
+        capabilities = frozenset(declared) & set(CAPABILITIES)
+        ignored = frozenset(declared) - capabilities
     version = str(getattr(impl, "__version__", "unknown"))
-    return Backend(name=spec, version=version, impl=impl, capabilities=capabilities, declared=declared is not None)
+    return Backend(name=spec, version=version, impl=impl, capabilities=capabilities,
+                   declared=declared is not None, spec_version=targets, ignored=ignored)
+
+
+def _targeted_spec_version(spec: str, impl: Any) -> str:
+    """The backend's ``BATCHSPEC_SPEC_VERSION``, checked against this suite's SPEC.md: the
+    major versions must be equal (a minor version only adds; SPEC.md "Versioning")."""
+    suite = spec_version()
+    targets = getattr(impl, "BATCHSPEC_SPEC_VERSION", None)
+    if targets is None:
+        raise BackendError(
+            f"backend {spec!r} does not declare BATCHSPEC_SPEC_VERSION; set it to the SPEC version it "
+            f"implements, e.g. BATCHSPEC_SPEC_VERSION = {suite!r} (this suite checks SPEC {suite})"
+        )
+    try:
+        targeted_major = major(targets)
+    except ValueError as error:
+        raise BackendError(f"backend {spec!r}: BATCHSPEC_SPEC_VERSION={targets!r}: {error}") from None
+    if targeted_major != major(suite):
+        raise BackendError(
+            f"backend {spec!r} targets SPEC {targets}, but this suite checks SPEC {suite}: major versions "
+            f"differ ({targeted_major} != {major(suite)}); run the suite release for SPEC {targeted_major}.x"
+        )
+    return str(targets)

@@ -23,9 +23,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from conformance.backends import CAPABILITIES, Backend, BackendError, load_backend
+from conformance.spec import SPEC_PATH, spec_clauses, spec_version
 
-SPEC_PATH = Path(__file__).resolve().parents[1] / "SPEC.md"
-CLAUSE_PATTERN = re.compile(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)")
 NOT_SUPPORTED = "NOT SUPPORTED"
 
 settings.register_profile(
@@ -36,11 +35,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec"))
-
-
-def spec_clauses(path: Path = SPEC_PATH) -> dict[str, str]:
-    """Clause id -> level ("MUST" or "SHOULD"), parsed from SPEC.md's ``**[id]** LEVEL`` marks."""
-    return {m.group(1): m.group(2) for m in CLAUSE_PATTERN.finditer(path.read_text(encoding="utf-8"))}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -90,14 +84,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config._batchspec_outcomes = defaultdict(list)
 
 
+def suite_version() -> str:
+    """The installed batchspec suite's version (pin it in a backend's CI), or ``unknown``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("batchspec")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     backend: Backend = config._batchspec_backend
     missing = sorted(set(CAPABILITIES) - backend.capabilities)
     how = "declared" if backend.declared else "inferred from its attributes"
     return [
-        f"batchspec conformance: backend={backend.name} version={backend.version} spec={SPEC_PATH.name}",
+        f"batchspec conformance: backend={backend.name} version={backend.version} targets SPEC "
+        f"{backend.spec_version}; suite {suite_version()} checks SPEC {spec_version()}",
         f"  capabilities ({how}): {', '.join(sorted(backend.capabilities)) or 'none'}",
         f"  not supported: {', '.join(missing) or 'none'}",
+        *([f"  declared but unknown to this suite (ignored): {', '.join(sorted(backend.ignored))}"]
+          if backend.ignored else []),
     ]
 
 
@@ -223,6 +230,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         report = {
             "backend": backend.name,
             "version": backend.version,
+            "backend_spec_version": backend.spec_version,
+            "spec_version": spec_version(),
+            "suite_version": suite_version(),
             "capabilities": sorted(backend.capabilities),
             "clauses": {
                 clause: {"level": level, "status": status, "tests": [

@@ -37,6 +37,9 @@ from reference.packing import (
 
 __version__ = "0.1.0"
 
+# The SPEC.md version this backend implements; the suite refuses a backend of another major.
+BATCHSPEC_SPEC_VERSION = "1.0"
+
 # What this backend implements, in the names conformance/backends.py defines. A conformance
 # test that needs a capability missing here reports "not supported" instead of failing.
 BATCHSPEC_CAPABILITIES = frozenset(
@@ -60,6 +63,7 @@ BATCHSPEC_CAPABILITIES = frozenset(
 
 __all__ = [
     "BATCHSPEC_CAPABILITIES",
+    "BATCHSPEC_SPEC_VERSION",
     "BATCH_OUTPUT_FORMATS",
     "BatchOutputFormat",
     "CROSS_ENTROPY_IGNORE_IDX",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conformance import goldens
-from conformance.conftest import spec_clauses
+from conformance.spec import spec_clauses
 from conformance.goldens import GoldenError, load_all
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 from _suite import ROOT, run_conformance
 
-from conformance.conftest import _failed_clauses, _failure_message, spec_clauses
+from conformance.conftest import _failed_clauses, _failure_message
+from conformance.spec import spec_clauses
 
 
 # tests/backends/partial_backend.py importable, with the repository behind it.
@@ -120,3 +121,58 @@ def test_a_module_name_is_a_backend_and_multirank_tests_need_their_capability(tm
     statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
     assert statuses["state-all-ranks-identical"] == "not supported", statuses
     assert "does not declare capability 'zephon_loader'" in run.output
+
+
+def _module_backend(tmp_path, name: str, body: str) -> dict:
+    """Write ``name.py`` holding ``body`` under ``tmp_path``; the environment that imports it."""
+    (tmp_path / f"{name}.py").write_text(body, encoding="utf-8")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+
+
+def test_a_backend_of_another_major_spec_version_is_refused_before_any_test_runs(tmp_path):
+    env = _module_backend(tmp_path, "future_backend",
+                          "from reference import *\nfrom reference import BATCHSPEC_CAPABILITIES\n"
+                          "BATCHSPEC_SPEC_VERSION = '2.0'\n")
+    run = run_conformance(tmp_path, "conformance/test_packing.py", "--backend=future_backend", env=env)
+    assert run.returncode == 4, run.output[-2000:]  # pytest's usage error: nothing was collected or run
+    assert not run.testcases
+    assert "targets SPEC 2.0, but this suite checks SPEC 1.0" in run.output, run.output[-2000:]
+
+
+def test_the_spec_version_declaration_is_required_and_minor_versions_are_compatible(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import reference
+    from conformance import backends
+    from conformance.backends import BackendError, load_backend
+
+    def backend_with(**names):
+        module = SimpleNamespace(get_unpad_data=reference.get_unpad_data, **names)
+        monkeypatch.setattr(backends, "_import_target", lambda path: module)
+        return load_backend("stand_in")
+
+    try:
+        backend_with()
+    except BackendError as error:
+        assert "does not declare BATCHSPEC_SPEC_VERSION" in str(error) and "'1.0'" in str(error)
+    else:
+        raise AssertionError("a backend without BATCHSPEC_SPEC_VERSION was accepted")
+    for bad in ("1", "one.zero", "1.x"):
+        try:
+            backend_with(BATCHSPEC_SPEC_VERSION=bad)
+        except BackendError as error:
+            assert repr(bad) in str(error) and "MAJOR.MINOR" in str(error)
+        else:
+            raise AssertionError(f"BATCHSPEC_SPEC_VERSION={bad!r} was accepted")
+    # A later minor version of the same major, and capability names this suite does not know
+    # (a later minor's profiles), are accepted; the unknown names are ignored.
+    later = backend_with(BATCHSPEC_SPEC_VERSION="1.3", BATCHSPEC_CAPABILITIES=["unpad_data", "future_profile"])
+    assert later.spec_version == "1.3" and later.capabilities == frozenset({"unpad_data"})
+    assert later.ignored == frozenset({"future_profile"})
+
+
+def test_the_clause_report_records_the_spec_and_suite_versions(reference_run):
+    report = reference_run.clause_report
+    assert report["spec_version"] == "1.0" and report["backend_spec_version"] == "1.0"
+    assert report["suite_version"] not in {"", None}
+    assert "targets SPEC 1.0; suite" in reference_run.output and "checks SPEC 1.0" in reference_run.output

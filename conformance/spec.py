@@ -1,0 +1,46 @@
+"""SPEC.md as data: its version and its clause ids, parsed in one place.
+
+``spec_version()`` reads the ``Spec version: **X.Y**`` line; ``spec_clauses()`` maps every
+clause id (``**[id]** MUST`` / ``**[id]** SHOULD``) to its level. The suite, the golden index
+and the clause report all take the version from here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+__all__ = ["CLAUSE_PATTERN", "SPEC_PATH", "major", "spec_clauses", "spec_version"]
+
+SPEC_PATH = Path(__file__).resolve().parents[1] / "SPEC.md"
+CLAUSE_PATTERN = re.compile(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)")
+VERSION_PATTERN = re.compile(r"^Spec version: \*\*(\d+\.\d+)\*\*", re.M)
+
+
+def spec_clauses(path: Path = SPEC_PATH) -> dict[str, str]:
+    """Clause id -> level (``"MUST"`` or ``"SHOULD"``), in SPEC order."""
+    return {m.group(1): m.group(2) for m in CLAUSE_PATTERN.finditer(path.read_text(encoding="utf-8"))}
+
+
+def spec_version(path: Path = SPEC_PATH) -> str:
+    """The SPEC's version, e.g. ``"1.0"``.
+
+    Raises:
+        ValueError: SPEC.md has no ``Spec version: **X.Y**`` line.
+    """
+    match = VERSION_PATTERN.search(path.read_text(encoding="utf-8"))
+    if match is None:
+        raise ValueError(f"{path}: no 'Spec version: **X.Y**' line")
+    return match.group(1)
+
+
+def major(version: str) -> int:
+    """The major number of an ``X.Y`` version string (``"1.0"`` -> 1).
+
+    Raises:
+        ValueError: ``version`` is not of the form ``X.Y`` with integer parts.
+    """
+    head, dot, tail = str(version).partition(".")
+    if not (head.isdigit() and dot and tail.isdigit()):
+        raise ValueError(f"a spec version is 'MAJOR.MINOR' (e.g. '1.0'), got {version!r}")
+    return int(head)
