@@ -76,8 +76,8 @@ class Backend:
     capabilities: frozenset[str]
     declared: bool  # True when the backend declared its capabilities itself
     spec_version: str  # the SPEC version the backend targets (BATCHSPEC_SPEC_VERSION)
-    ignored: frozenset[str] = frozenset()  # declared names this suite does not know
     impl: Any = field(repr=False)  # the object exposing the contract's names
+    ignored: frozenset[str] = frozenset()  # declared names this suite does not know
 
     def supports(self, capability: str) -> bool:
         """Whether the backend implements ``capability`` (a key of ``CAPABILITIES``)."""
