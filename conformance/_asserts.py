@@ -4,16 +4,22 @@ Every message has one shape: ``<what>: <actual>, but should be <expected> [<clau
 A whole-tensor comparison runs first; only when it fails are the first mismatching indices
 listed, with a summary (shape, dtype) of both tensors. Integer tensors must match exactly,
 dtype included.
+
+An expected error is checked by type (subclasses allowed) and by the facts its message must
+name (``names``): SPEC 1.0 makes no error sentence normative.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Union
 
 import torch
 
-__all__ = ["assert_batch_equal", "assert_keys", "assert_raises", "assert_tensor_equal", "summary"]
+__all__ = ["Fact", "Shape", "Value", "assert_batch_equal", "assert_keys", "assert_raises", "assert_tensor_equal",
+           "missing_facts", "names", "summary"]
 
 MAX_MISMATCHES = 8
 
@@ -77,19 +83,99 @@ def assert_batch_equal(
             raise AssertionError(f"{key}={summary(value)}, but should be {summary(want)} {where}")
 
 
-def assert_raises(error_type: type[BaseException], fields: tuple[str, ...], func, *args, clause: str, **kwargs) -> BaseException:
+@dataclass(frozen=True)
+class Shape:
+    """A fact: a tensor shape, named as ``(2, 3)``, ``[2, 3]`` or ``torch.Size([2, 3])``
+    (``(2,)`` or ``[2]`` for one dimension, ``()`` or ``[]`` for none)."""
+
+    dims: tuple[int, ...]
+
+    def __init__(self, *dims: int) -> None:
+        object.__setattr__(self, "dims", tuple(int(d) for d in dims))
+
+    def __str__(self) -> str:
+        return str(self.dims)
+
+
+@dataclass(frozen=True)
+class Value:
+    """A fact: a given value, named by its ``str()`` or its ``repr()`` (an empty string only by
+    its ``repr()``)."""
+
+    value: Any
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+Fact = Union[str, int, Shape, Value]
+
+
+def _word(text: str) -> str:
+    """``text`` as a whole word: not inside a longer identifier (``ids`` is not named by
+    ``input_ids``); edges that are not word characters need no boundary."""
+    head = r"(?<!\w)" if re.match(r"\w", text[:1]) else ""
+    tail = r"(?!\w)" if re.match(r"\w", text[-1:]) else ""
+    return head + re.escape(text) + tail
+
+
+def _integer(value: int) -> str:
+    """``value`` as a whole decimal integer: not part of a larger number (``3`` is not named by
+    ``30``, ``13``, ``3.5`` or ``-3``; a hyphen after a word, as in ``1-3``, is no sign)."""
+    return r"(?:^|(?<=[^\d.\-])|(?<=[\w)\]]-))" + re.escape(str(value)) + r"(?!\d|\.\d)"
+
+
+def _shape(dims: tuple[int, ...]) -> str:
+    inner = r"\s*,\s*".join(str(d) for d in dims)
+    trailing = r"\s*,?" if len(dims) == 1 else ""
+    return rf"(?<![\d,])\s*(?:\(\s*{inner}{trailing}\s*\)|\[\s*{inner}\s*\])"
+
+
+def names(message: str, fact: Fact) -> bool:
+    """Whether an error message names ``fact`` (SPEC 1.0: messages are not normative text,
+    only the facts a clause lists):
+
+    * ``str``: a parameter, field, attribute or key name, or a check name such as
+      ``"bad magic"``, present as a whole word (``ids`` is not named by ``input_ids``);
+    * ``int`` (a record, row or rank index, a length, a given number): present as a whole
+      decimal integer, not part of a larger number;
+    * ``Shape(2, 3)``: the shape written as a tuple or a list;
+    * ``Value(x)``: a given value, by its ``str()`` or ``repr()`` as a whole word.
+    """
+    if isinstance(fact, Shape):
+        return re.search(_shape(fact.dims), message) is not None
+    if isinstance(fact, Value):
+        forms = {repr(fact.value)} | ({str(fact.value)} if str(fact.value) else set())
+        return any(re.search(_word(form), message) for form in forms)
+    if isinstance(fact, bool):
+        return names(message, Value(fact))
+    if isinstance(fact, int):
+        return re.search(_integer(fact), message) is not None
+    if isinstance(fact, str):
+        return re.search(_word(fact), message) is not None
+    raise TypeError(f"a fact is a str, an int, a Shape or a Value, got {type(fact).__name__} {fact!r}")
+
+
+def missing_facts(message: str, facts: tuple[Fact, ...] | list[Fact]) -> list[Fact]:
+    """The facts of ``facts`` that ``message`` does not name (see ``names``)."""
+    return [fact for fact in facts if not names(message, fact)]
+
+
+def assert_raises(error_type: type[BaseException], fields: tuple[Fact, ...], func, *args, clause: str, **kwargs) -> BaseException:
     """Calling ``func`` must raise ``error_type`` (or a subclass) whose message names every
-    string in ``fields``. Separates "nothing raised" from "wrong error" and "vague message"."""
+    fact in ``fields`` (``names``: whole words, whole integers, shapes, values); the wording
+    around them is free. Separates "nothing raised" from "wrong error" and "a fact missing"."""
     __tracebackhide__ = True
     call = f"{getattr(func, '__name__', func)}(...)"
     try:
         func(*args, **kwargs)
     except error_type as error:
         message = str(error)
-        missing = [f for f in fields if f not in message]
+        missing = missing_facts(message, fields)
         if missing:
+            shown = [str(f) if isinstance(f, (Shape, Value)) else f for f in missing]
             raise AssertionError(
-                f"{type(error).__name__} message {message!r} does not name {missing} [{clause}: {call}]"
+                f"{type(error).__name__} message {message!r} does not name {shown} [{clause}: {call}]"
             ) from error
         return error
     except Exception as error:  # noqa: BLE001 - report the wrong type

@@ -1,5 +1,5 @@
-"""The shared packed batch of automodel-contract.md §5 and Example A's expected output,
-written by hand; used by several conformance modules."""
+"""The shared packed batch of SPEC.md's worked examples ("Worked example A (defaults)") and
+Example A's expected output, written by hand; used by several conformance modules."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ __all__ = [
 
 F, T = False, True
 
-# The shared packed batch of automodel-contract.md §5: B = 2, L = 9, S = 8, pad id 0.
+# The shared packed batch of SPEC.md's worked examples: B = 2, L = 9, S = 8, pad id 0.
 EXAMPLE_ROWS = [
     Row(tokens=(11, 12, 13, 21, 22, 31, 32, 0, 0), positions=(0, 1, 2, 0, 1, 0, 1, 0, 1), padding_length=2),
     Row(tokens=(41, 42, 43, 44, 45, 51, 52, 53, 0), positions=(0, 1, 2, 3, 4, 0, 1, 2, 0), padding_length=1),

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from conformance._asserts import assert_tensor_equal, summary
-from conformance._zephon import Row
+from conformance._zephon import Row, row_positions
 
 __all__ = [
     "BASE_KEYS",
@@ -65,7 +65,7 @@ def _expected_rows(rows: Sequence[Row], ignore_index: int, mask_segment_starts: 
     }
     for row in rows:
         tokens = list(row.tokens)
-        positions = list(row.positions) if row.positions is not None else list(range(len(tokens)))
+        positions = list(row_positions(row))  # [ctb-positions]: without positions, pad tail restarts
         padding = row.padding_length or 0
         first_pad = len(tokens) - padding  # unshifted index of the first pad token
         input_ids, targets, labels, clauses, position_ids, padding_mask, document_ids = [], [], [], [], [], [], []

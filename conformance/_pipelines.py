@@ -3,9 +3,9 @@
 ``corpus_pipeline``: one builder, so every scenario reads the same data the same way: the
 Node.js API corpus (``golden/corpus/nodejs-api``) → ``tokenize`` with the committed BPE
 (BOS/EOS bracketing, long documents split) → ``pack_flat(seq_len + 1, first_fit)`` →
-``batch(batch_size)``. ``index_pipeline``: field-reports.md F16/F17's small in-memory
-pipeline of one-token rows, read with ``row_indices`` as ``convert_batch``. Both are
-deterministic: inline runner, no prefetch, fixed seed. Zephon's scratch state goes under
+``batch(batch_size)``. ``index_pipeline``: the small in-memory pipeline of one-token rows of
+field reports F16/F17 (docs/sources.md#loader-state-setup), read with ``row_indices`` as
+``convert_batch``. Both are deterministic: inline runner, no prefetch, fixed seed. Zephon's scratch state goes under
 ``scratch_dir`` (never the shared ``$TMPDIR``). ``RecordingPipeline`` (a stand-in) and
 ``SpyPipeline`` (around a real one) record how a loader drives them.
 """

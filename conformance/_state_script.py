@@ -1,8 +1,9 @@
-"""Checkpoint-state scripts (SPEC.md §11) for golden cases: ``ZephonDataLoader.state``.
+"""Checkpoint-state scripts (SPEC.md, "``ZephonDataLoader`` checkpoint state (single process)")
+for golden cases: ``ZephonDataLoader.state``.
 
 A script drives one or more ``impl.ZephonDataLoader``s over REAL in-memory Zephon pipelines
-(``conformance._pipelines.index_pipeline``, field-reports.md F16/F17: one-token rows,
-``batch``, inline runner, ``convert_batch`` = ``row_indices``), each wrapped in a
+(``conformance._pipelines.index_pipeline``, field reports F16/F17 in docs/sources.md:
+one-token rows, ``batch``, inline runner, ``convert_batch`` = ``row_indices``), each wrapped in a
 ``SpyPipeline``. ``inputs["pipelines"]`` names the pipeline settings
 (``{"A": {"n": 10, "chunk_size": 2, "policy": "redistribute"}}``, optionally ``shuffle``,
 ``batch_size``, ``pack``, ``canonical_replicas``, ``run_id``); ``options["script"]`` lists
@@ -12,32 +13,38 @@ the actions, and the output is ``{"outcomes": {"<step> <action>": outcome}}``:
 - ``next`` → the batch's row indices, ``"StopIteration"`` or an error (below)
 - ``rest`` → ``list(loader)``: every remaining batch (or an error)
 - ``iter`` → whether ``iter(loader) is loader``; ``close`` → ``None``
+- ``iterator`` → whether ``isinstance(loader, collections.abc.Iterator)`` [loader-iterator]
+- ``distributed`` → ``use_distributed_checkpointing`` read on the loader's class and on the
+  loader, ``{"class": ..., "instance": ...}`` (``"<missing>"`` when absent)
+  [loader-distributed-checkpointing]
 - ``state`` → ``state_dict()["zephon"]`` as ``""`` (for ``b""``) or the envelope's view (below)
 - ``save:S`` → records ``state_dict()["zephon"]`` as ``S``; ``"empty"`` or ``"non-empty"``
 - ``same:S`` → whether ``state_dict()["zephon"]`` is exactly the bytes recorded as ``S``
 - ``load:S`` → ``load_state_dict({"zephon": S})``: ``None`` or an error. ``load:S:c1+c2``
   loads ``S`` after the corruptions ``c1``, then ``c2`` (``CORRUPTIONS``), which follow the
-  envelope layout of [state-envelope], so they work on any backend's own bytes.
+  envelope layout of [state-envelope], so they work on any backend's own bytes (``foreign``
+  and ``short_foreign`` replace them with bytes that are not an envelope at all).
 - ``load_arg:NAME`` → ``load_state_dict(BAD_ARGUMENTS[NAME])``: ``None`` or an error
 - ``calls`` → how often the loader called the pipeline's ``iter()`` and ``checkpoint()``;
   ``restores`` → how often it called ``restore()``
 
 An error is ``{"raised": type name, "check": the [state-load-validates-first] check its
-message starts with or None, "names": ...}``: for ``fingerprint mismatch`` the fingerprints
+message names (contains as a whole phrase) or None, "names": ...}``: for ``fingerprint mismatch`` the fingerprints
 the message names (as labels, below), for ``canonical_replicas changed`` the pipelines'
 ``canonical_replicas`` values it names, else ``[]``.
 
-The view of an envelope pins its bytes exactly except the fingerprint: the header fields,
-whether the digest is the sha256 of everything before it, whether the body is canonical
-JSON, the body's ``topology`` and ``state``, and the sha256 of the body re-encoded with the
-fingerprint replaced by its label. SPEC says what the fingerprint covers but not how it is
-serialised before hashing, so a fingerprint is shown as a label: ``fp0`` for the first 64-hex
-fingerprint the script meets, ``fp1`` for the next different one, …; equal labels mean equal
-fingerprints. Zephon's scratch files go to a temporary directory, never into the bytes.
+The view of an envelope pins its bytes exactly: the header fields, whether the digest is the
+sha256 of everything before it, whether the body is canonical JSON, the body's keys, its
+``fingerprint`` (the 64-hex digest itself: [state-fingerprint-canonical] pins it, so it is
+compared byte for byte), ``topology`` and ``state``, and the sha256 of the whole envelope.
+Each fingerprint also gets a label for reading a case: ``fp0`` for the first fingerprint the
+script meets, ``fp1`` for the next different one, …; equal labels mean equal fingerprints.
+Zephon's scratch files go to a temporary directory, never into the bytes.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import hashlib
 import json
 import os
@@ -48,6 +55,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance._asserts import names
 from conformance._pipelines import SpyPipeline, index_pipeline, row_indices
 from conformance._zephon import Contract
 
@@ -58,7 +66,7 @@ HEADER = len(MAGIC) + 1 + 8  # magic, version, body length
 DIGEST = 32
 HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 # [state-load-validates-first], in order.
-CHECKS = ("truncated", "bad magic", "unsupported version", "checksum mismatch", "malformed body",
+CHECKS = ("bad magic", "unsupported version", "truncated", "checksum mismatch", "malformed body",
           "fingerprint mismatch", "canonical_replicas changed")
 
 
@@ -95,11 +103,27 @@ def _string_replicas(body: dict) -> None:
     body["topology"]["canonical_replicas"] = str(body["topology"]["canonical_replicas"])
 
 
+def _extra_body_key(body: dict) -> None:
+    body["comment"] = "not part of the body"
+
+
+def _extra_topology_key(body: dict) -> None:
+    body["topology"]["tp_degree"] = 1
+
+
+def _zero_world_size(body: dict) -> None:
+    body["topology"]["world_size"] = 0
+
+
 CORRUPTIONS = {
     "drop_last_byte": lambda d: d[:-1],
     "cut_header": lambda d: d[:10],
     "extra_byte": lambda d: d + b"\x00",
     "bad_magic": lambda d: b"X" + d[1:],
+    "foreign": lambda d: b"\x01" * len(d),  # not an envelope; read as one, its "length" is 0x0101...
+    "short_foreign": lambda d: b"PK\x03\x04",  # fewer than 8 bytes (a zip file's first 4)
+    "magic_only": lambda d: MAGIC,
+    "version_0": lambda d: d[:len(MAGIC)] + b"\x00" + d[len(MAGIC) + 1:],
     "version_2": lambda d: d[:len(MAGIC)] + b"\x02" + d[len(MAGIC) + 1:],
     "flip_body_byte": lambda d: d[:HEADER] + bytes([d[HEADER] ^ 0x01]) + d[HEADER + 1:],
     "flip_digest_byte": lambda d: d[:-1] + bytes([d[-1] ^ 0x01]),
@@ -109,6 +133,9 @@ CORRUPTIONS = {
     "body_not_object": lambda d: envelope(b"[]", d[len(MAGIC)]),
     "body_without_state": _edit_body(_drop_state),
     "topology_replicas_as_string": _edit_body(_string_replicas),
+    "body_extra_key": _edit_body(_extra_body_key),
+    "topology_extra_key": _edit_body(_extra_topology_key),
+    "topology_world_size_0": _edit_body(_zero_world_size),
 }
 
 BAD_ARGUMENTS = {
@@ -150,7 +177,6 @@ def _view(data: bytes, label: _Labels) -> Any:
         fingerprint = label(body["fingerprint"])
     except Exception:  # noqa: BLE001 - anything else is shown raw
         return {"unparsable": data.hex()}
-    normalized = canonical_json({**body, "fingerprint": fingerprint})
     return {
         "magic": data[:len(MAGIC)].decode("latin-1"),
         "version": data[len(MAGIC)],
@@ -158,22 +184,42 @@ def _view(data: bytes, label: _Labels) -> Any:
         "digest_is_sha256_of_the_rest": hashlib.sha256(data[:-DIGEST]).digest() == data[-DIGEST:],
         "body_is_canonical_json": raw == canonical_json(body),
         "body_keys": sorted(body),
-        "fingerprint": fingerprint,
+        "fingerprint": body["fingerprint"],
+        "fingerprint_label": fingerprint,
         "topology": body.get("topology"),
         "state": body.get("state"),
-        "body_sha256_with_fingerprint_label": hashlib.sha256(normalized).hexdigest(),
+        "sha256": hashlib.sha256(data).hexdigest(),
     }
 
 
+def _check_named(message: str) -> str | None:
+    """The [state-load-validates-first] check a message names (as a whole phrase, anywhere in
+    it), or None; a message that names several gives them all, joined by " + " (the clause
+    asks for the failed check "and no other", so that never equals an expected check)."""
+    named = [check for check in CHECKS if names(message, check)]
+    return " + ".join(named) if named else None
+
+
+def _saved_replicas(data: Any) -> int | None:
+    """The ``canonical_replicas`` an envelope's body says it was saved with, or None."""
+    try:
+        return json.loads(data[HEADER:-DIGEST])["topology"]["canonical_replicas"]
+    except Exception:  # noqa: BLE001 - not an envelope with a readable topology
+        return None
+
+
 def _error(error: BaseException, label: _Labels, replicas: set[int]) -> dict:
+    """``replicas``: the two ``canonical_replicas`` values a ``canonical_replicas changed``
+    error is about (the saved one and the loader's); other numbers in the message are not
+    looked at."""
     message = str(error)
-    check = next((c for c in CHECKS if message.startswith(c)), None)
-    names: list = []
+    check = _check_named(message)
+    named: list = []
     if check == "fingerprint mismatch":
-        names = sorted({label(h) for h in HEX64.findall(message)})
+        named = sorted({label(h) for h in HEX64.findall(message)})
     elif check == "canonical_replicas changed":
-        names = sorted(r for r in replicas if re.search(rf"(?<!\d){r}(?!\d)", message))
-    return {"raised": type(error).__name__, "check": check, "names": names}
+        named = sorted(r for r in replicas if names(message, r))
+    return {"raised": type(error).__name__, "check": check, "names": named}
 
 
 def _state_bytes(loader) -> bytes:
@@ -203,7 +249,7 @@ def _argument(action: str, specs: Mapping, saved: Mapping) -> Any:
             return saved[argument]
     except KeyError as error:
         raise ValueError(f"state script action {action!r}: unknown name {error}") from None
-    if verb in {"next", "rest", "iter", "close", "state", "save", "calls", "restores"}:
+    if verb in {"next", "rest", "iter", "iterator", "distributed", "close", "state", "save", "calls", "restores"}:
         return argument
     raise ValueError(f"unknown state script action {action!r}")
 
@@ -211,7 +257,7 @@ def _argument(action: str, specs: Mapping, saved: Mapping) -> Any:
 def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
     """Play ``options["script"]`` against ``impl.ZephonDataLoader``; see the module docstring."""
     specs = inputs["pipelines"]
-    replicas = {spec.get("canonical_replicas", 1) for spec in specs.values()}
+    current_replicas = None  # the canonical_replicas of the current loader's pipeline
     label = _Labels()
     saved: dict[str, bytes] = {}
     outcomes: dict[str, Any] = {}
@@ -225,6 +271,7 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                 verb = action.partition(":")[0]
                 argument = _argument(action, specs, saved)
                 if verb == "new":
+                    current_replicas = argument.get("canonical_replicas", 1)
                     spy = SpyPipeline(index_pipeline(Path(scratch) / f"step{step}", argument.pop("n"),
                                                      argument.pop("chunk_size"), argument.pop("policy"), **argument))
                     loader = None
@@ -244,6 +291,11 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                         outcome = list(loader)
                     elif verb == "iter":
                         outcome = iter(loader) is loader
+                    elif verb == "iterator":
+                        outcome = isinstance(loader, collections.abc.Iterator)
+                    elif verb == "distributed":
+                        outcome = {"class": getattr(type(loader), "use_distributed_checkpointing", "<missing>"),
+                                   "instance": getattr(loader, "use_distributed_checkpointing", "<missing>")}
                     elif verb == "close":
                         outcome = loader.close()
                     elif verb == "state":
@@ -263,7 +315,8 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                 except AssertionError:
                     raise
                 except Exception as error:  # noqa: BLE001 - recorded and compared
-                    outcome = _error(error, label, replicas)
+                    replicas = {current_replicas, _saved_replicas(argument) if verb == "load" else None}
+                    outcome = _error(error, label, replicas - {None})
                 outcomes[f"{step} {action}"] = outcome
         finally:
             for each in loaders:

@@ -79,8 +79,8 @@ def packed_rows(draw: st.DrawFn, length: int) -> Row:
     ``padding`` is 0..length-1 trailing pad tokens (at least one real token remains); the
     real tokens are split into documents by ``document_lengths`` and hold ids 0..MAX_TOKEN_ID,
     so a real token may equal the pad id. Rarely the row is written as an unpacked record
-    would be: without ``positions`` (one document, positions 0..L-1 [ctb-positions]) or, when
-    there is no padding, with ``padding_length=None`` (D-2).
+    would be: without ``positions`` (one document: positions 0..L-n-1, then the pad tail's
+    0..n-1 [ctb-positions]) or, when there is no padding, with ``padding_length=None`` (D-2).
     """
     assert length >= 2  # sanity check
     padding = draw(st.integers(0, length - 1), label="padding")

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
-__all__ = ["Contract", "Row", "describe_rows", "packed_row", "rows_of", "sample_batch"]
+__all__ = ["Contract", "Row", "describe_rows", "packed_row", "row_positions", "rows_of", "sample_batch"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,17 @@ class Row:
     tokens: tuple[int, ...]
     positions: tuple[int, ...] | None
     padding_length: int | None
+
+
+def row_positions(row: Row) -> tuple[int, ...]:
+    """The unshifted positions of ``row`` [ctb-positions]: its ``positions``, or, for a record
+    without them, one document ``0 .. L-n-1`` over the real tokens followed by the pad tail
+    ``0 .. n-1`` (as ``pack_flat`` numbers padding)."""
+    if row.positions is not None:
+        return tuple(row.positions)
+    padding = row.padding_length or 0
+    real = len(row.tokens) - padding
+    return tuple(range(real)) + tuple(range(padding))
 
 
 def packed_row(documents: Sequence[Sequence[int]], padding: int, pad_token_id: int = 0) -> Row:

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from conformance.backends import CAPABILITIES, Backend, BackendError, load_backend
-from conformance.spec import SPEC_PATH, spec_clauses, spec_version
+from conformance.spec import SPEC_PATH, spec_clauses, spec_profiles, spec_version
 
 NOT_SUPPORTED = "NOT SUPPORTED"
 
@@ -116,6 +116,7 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     known = spec_clauses() if SPEC_PATH.exists() else None
+    profiles = spec_profiles() if SPEC_PATH.exists() else None
     problems = []
     here = Path(__file__).resolve().parent
     for item in items:
@@ -129,6 +130,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in item.iter_markers("requires"):
             problems.extend(
                 f"{item.nodeid}: unknown capability {cap!r}" for cap in mark.args if cap not in CAPABILITIES
+            )
+        required = [cap for mark in item.iter_markers("requires") for cap in mark.args]
+        if profiles is not None:
+            # A test checks clauses of the profiles it requires (SPEC.md "Conformance"), so a
+            # backend that declares none of them is never judged on it.
+            problems.extend(
+                f"{item.nodeid}: clause {cid!r} is in none of the profiles it requires {required}"
+                for cid in ids if not any(cid in profiles.get(cap, ()) for cap in required)
             )
     if problems:
         raise pytest.UsageError("conformance tests must cite known SPEC clauses:\n  " + "\n  ".join(problems))
@@ -225,6 +234,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     untested = sorted(c for c, level in known.items() if level == "MUST" and c not in outcomes)
     if untested:
         terminalreporter.write_line(f"MUST clauses with no test in this run: {', '.join(untested)}")
+    untested_should = sorted(c for c, level in known.items() if level == "SHOULD" and c not in outcomes)
+    if untested_should:
+        terminalreporter.write_line(f"SHOULD clauses with no test in this run: {', '.join(untested_should)}")
     path = config.getoption("--clause-report")
     if path:
         report = {
@@ -241,6 +253,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
                 for clause, level, status, _ in rows
             },
             "untested_must_clauses": untested,
+            "untested_should_clauses": untested_should,
         }
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -40,11 +40,12 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from conformance._asserts import assert_raises, assert_tensor_equal, summary
+from conformance._asserts import Fact, Shape, Value, assert_raises, assert_tensor_equal, summary
 from conformance._examples import long
 from conformance._pipelines import RecordingPipeline
 from conformance._state_script import run_state_script
 from conformance._zephon import Contract, Row, sample_batch
+from conformance.spec import spec_version
 
 __all__ = [
     "ROOT",
@@ -66,7 +67,7 @@ ROOT = REPO / "golden"
 SPEC = REPO / "SPEC.md"
 TENSOR = "$tensor"  # marks a tensor in a JSON skeleton: {"$tensor": "<key in the safetensors file>"}
 RECORD, INPUTS, EXPECTED = "record.json", "inputs.safetensors", "expected.safetensors"
-# Functions whose output key order is part of the contract (SPEC.md §10).
+# Functions whose output key order is part of the contract (SPEC.md, "``Datum`` and the canonical collaters").
 ORDERED_OUTPUT = {"collate_datums", "default_collater", "packed_sequence_thd_collater", "pack_features_for_thd",
                   "Datum.to_features"}
 REGENERATE = "python -m conformance.goldens"
@@ -83,7 +84,11 @@ class GoldenError(Exception):
 @dataclass(frozen=True)
 class Case:
     """One golden case. ``expected`` given (hand-written) or ``error`` given: canon;
-    both ``None``: generated from the reference."""
+    both ``None``: generated from the reference.
+
+    ``error`` is ``(type name, facts)``: the call raises that type (or a subclass) whose
+    message names every fact (``conformance._asserts.names``: a str as a whole word, an int as
+    a whole integer, ``Shape(...)``, ``Value(...)``); the wording is never pinned."""
 
     name: str
     clauses: tuple[str, ...]
@@ -92,8 +97,11 @@ class Case:
     inputs: Mapping[str, Any]
     options: Mapping[str, Any] = field(default_factory=dict)
     expected: Mapping[str, Any] | None = None
-    error: tuple[str, tuple[str, ...]] | None = None
+    error: tuple[str, tuple[Fact, ...]] | None = None
     keys: tuple[str, ...] | None = None  # canon only: the exact output keys, when the case pins them
+    # generated scripted cases only: the reference's run records a raised error on purpose (else
+    # generation refuses a generated case whose run raises: it would pin an accident)
+    expects_error: bool = False
     generator: str = ""  # "golden/cases/<area>.py::case_<name>", filled in by the registry
 
     @property
@@ -253,7 +261,7 @@ def _run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> t
     ``inputs["batches"]`` with ``convert_text_batch`` bound to the options, play
     ``o["script"]`` ("next" / "iter" / "close"), and report each action's outcome and what
     the pipeline saw. ``next`` gives the converted batch, ``"StopIteration"``, or
-    ``{"raised": type, "message": text, "same_exception": bool}``; ``iter`` gives whether
+    ``{"raised": type, "same_exception": bool}``; ``iter`` gives whether
     ``iter(loader) is loader``; ``close`` gives ``None``."""
     batches = [_sample_batch(b) for b in inputs["batches"]]
     before = [_payload_state(b) for b in batches]
@@ -293,7 +301,9 @@ def _run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> t
             except StopIteration:
                 outcomes.append("StopIteration")
             except Exception as error:  # noqa: BLE001 - recorded and compared
-                outcomes.append({"raised": type(error).__name__, "message": str(error),
+                # The type, and whether it is the injected exception itself [loader-failure-closes];
+                # never the message, which is not normative text.
+                outcomes.append({"raised": type(error).__name__,
                                  "same_exception": error is failure or error is convert_failure})
         else:
             raise GoldenError(f"unknown loader action {action!r}")
@@ -312,7 +322,7 @@ def call(impl: Any, function: str, inputs: Mapping[str, Any], options: Mapping[s
     o = dict(options)
     if function == "ZephonDataLoader":
         return _run_loader(impl, inputs, o)
-    if function == "ZephonDataLoader.state":  # SPEC.md §11 over real pipelines: conformance/_state_script.py
+    if function == "ZephonDataLoader.state":  # single-process checkpoint state over real pipelines: conformance/_state_script.py
         return run_state_script(impl, inputs, o), []
     if function == "convert_text_batch":
         batch = _sample_batch(inputs["rows"])
@@ -473,13 +483,40 @@ def _json_bytes(obj: Any) -> bytes:
     return (json.dumps(obj, indent=1, sort_keys=False, ensure_ascii=True) + "\n").encode()
 
 
-def spec_version(spec_path: Path = SPEC) -> str:
-    match = re.search(r"Spec version: \*\*([0-9.]+)\*\*", spec_path.read_text(encoding="utf-8"))
-    return match.group(1) if match else "unknown"
+def _fact_json(fact: Fact) -> Any:
+    """A fact of ``Case.error`` as JSON: a str or int as itself, ``{"shape": [...]}``,
+    ``{"value": ...}``."""
+    if isinstance(fact, Shape):
+        return {"shape": list(fact.dims)}
+    if isinstance(fact, Value):
+        return {"value": fact.value}
+    if isinstance(fact, (str, int)):
+        return fact
+    raise GoldenError(f"an error fact is a str, an int, a Shape or a Value, got {type(fact).__name__} {fact!r}")
+
+
+def _fact_of(item: Any) -> Fact:
+    if isinstance(item, Mapping) and set(item) == {"shape"}:
+        return Shape(*item["shape"])
+    if isinstance(item, Mapping) and set(item) == {"value"}:
+        return Value(item["value"])
+    return item
 
 
 def _error_of(case: Case) -> dict | None:
-    return None if case.error is None else {"type": case.error[0], "words": list(case.error[1])}
+    return None if case.error is None else {"type": case.error[0], "facts": [_fact_json(f) for f in case.error[1]]}
+
+
+def _raised_outcomes(output: Any, path: str = "output") -> list[str]:
+    """Where a scripted output (``ZephonDataLoader``, ``ZephonDataLoader.state``) records a
+    raised error (``{"raised": ...}``)."""
+    if isinstance(output, Mapping):
+        if "raised" in output:
+            return [f"{path}: {output['raised']}"]
+        return [hit for key, value in output.items() for hit in _raised_outcomes(value, f"{path}.{key}")]
+    if isinstance(output, (list, tuple)):
+        return [hit for i, value in enumerate(output) for hit in _raised_outcomes(value, f"{path}[{i}]")]
+    return []
 
 
 def build_files(case: Case, version: str, reference: Any = None) -> dict[str, bytes]:
@@ -504,7 +541,10 @@ def build_files(case: Case, version: str, reference: Any = None) -> dict[str, by
         try:
             output, mutated = call(reference, case.function, case.inputs, case.options)
         except Exception as error:  # noqa: BLE001
-            raise GoldenError(f"case {where}: the reference raised {type(error).__name__}: {error}") from None
+            raise GoldenError(
+                f"case {where}: the reference raised {type(error).__name__}: {error} (a call that must raise is a "
+                "canon case with error=(type, facts); a scripted case records errors only when it declares "
+                "expects_error=True)") from None
         if mutated:
             raise GoldenError(f"case {where}: the reference mutated its inputs: {mutated}")
         if case.expected is not None:
@@ -519,6 +559,15 @@ def build_files(case: Case, version: str, reference: Any = None) -> dict[str, by
             expected_tree = _plain(case.expected)
             keys = list(case.keys) if case.keys else None
         else:
+            raised = _raised_outcomes(output)
+            if raised and not case.expects_error:
+                raise GoldenError(
+                    f"generated case {where}: the reference raised ({'; '.join(raised)}), but the case does not "
+                    "declare expects_error=True: a generated case that silently records an error tests nothing it "
+                    "claims to; fix its inputs, or declare the error it expects")
+            if case.expects_error and not raised:
+                raise GoldenError(f"generated case {where}: declares expects_error=True, but the reference raised "
+                                  "nothing")
             expected_tree = _plain(output)
             keys = list(output) if isinstance(output, Mapping) else None
     input_tensors: dict[str, torch.Tensor] = {}
@@ -668,7 +717,7 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
     if record["error"] is not None:
         error_type = {"ValueError": ValueError, "TypeError": TypeError, "KeyError": KeyError,
                       "RuntimeError": RuntimeError, "IndexError": IndexError}[record["error"]["type"]]
-        assert_raises(error_type, tuple(record["error"]["words"]),
+        assert_raises(error_type, tuple(_fact_of(f) for f in record["error"]["facts"]),
                       lambda: call(impl, case.function, case.inputs, record["options"]), clause=clause)
         return
     output, mutated = call(impl, case.function, case.inputs, record["options"])

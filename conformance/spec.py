@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["CLAUSE_PATTERN", "SPEC_PATH", "major", "spec_clauses", "spec_version"]
+__all__ = ["CLAUSE_PATTERN", "SPEC_PATH", "major", "spec_clauses", "spec_profiles", "spec_version"]
 
 SPEC_PATH = Path(__file__).resolve().parents[1] / "SPEC.md"
 CLAUSE_PATTERN = re.compile(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)")
@@ -44,3 +44,14 @@ def major(version: str) -> int:
     if not (head.isdigit() and dot and tail.isdigit()):
         raise ValueError(f"a spec version is 'MAJOR.MINOR' (e.g. '1.0'), got {version!r}")
     return int(head)
+
+
+PROFILE_ROW = re.compile(r"^\| `([a-z0-9_]+)` \| [^|]+ \| ((?:\[[a-z0-9-]+\](?:, )?)+) \|$", re.M)
+
+
+def spec_profiles(path: Path = SPEC_PATH) -> dict[str, list[str]]:
+    """Profile name -> the clause ids it lists, from the Conformance section's table
+    (``| `name` | what it covers | [id], [id] |``). The profile names are the capability names
+    a backend declares in ``BATCHSPEC_CAPABILITIES``."""
+    text = path.read_text(encoding="utf-8")
+    return {m.group(1): re.findall(r"\[([a-z0-9-]+)\]", m.group(2)) for m in PROFILE_ROW.finditer(text)}

@@ -1,11 +1,11 @@
-"""``adapt_model_inputs`` (SPEC.md §5): golden values and bad inputs."""
+"""``adapt_model_inputs`` (SPEC.md, "``adapt_model_inputs``"): golden values and bad inputs."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from conformance._asserts import assert_raises, assert_tensor_equal
+from conformance._asserts import Shape, assert_raises, assert_tensor_equal
 from conformance._examples import long
 
 T, F = True, False
@@ -43,11 +43,11 @@ def test_eligibility_excludes_tokens_without_renumbering(backend):
 BAD_INPUTS = [
     ("missing-document-ids", {"input_ids": long([[1, 2]])}, None, ValueError, ("document_ids",)),
     ("document-ids-int32", {"document_ids": torch.tensor([[1, 1]], dtype=torch.int32)}, None, TypeError,
-     ("document_ids", "int32")),
-    ("document-ids-1d", {"document_ids": long([1, 1])}, None, ValueError, ("document_ids", "(2,)")),
+     ("document_ids",)),
+    ("document-ids-1d", {"document_ids": long([1, 1])}, None, ValueError, ("document_ids",)),
     ("eligibility-int", {"document_ids": long([[1, 1]])}, long([[1, 0]]), TypeError, ("attention_eligibility",)),
     ("eligibility-shape", {"document_ids": long([[1, 1]])}, torch.tensor([[T, T, T]]), ValueError,
-     ("attention_eligibility", "(1, 2)", "(1, 3)")),
+     ("attention_eligibility", Shape(1, 2), Shape(1, 3))),
 ]
 
 
@@ -55,6 +55,7 @@ BAD_INPUTS = [
 @pytest.mark.clause("adapt-errors")
 @pytest.mark.parametrize("case", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
 def test_bad_inputs_are_rejected(backend, case):
-    """Missing or malformed inputs raise the SPEC's error, naming the field and shapes."""
+    """Missing or malformed inputs raise the SPEC's error type, naming the field (and both
+    shapes for a shape mismatch); the wording is free."""
     _, batch, eligibility, error, words = case
     assert_raises(error, words, backend.adapt_model_inputs, batch, eligibility, clause="adapt-errors")

@@ -1,11 +1,12 @@
 """The canonical collaters: ``default_collater``, ``packed_sequence_thd_collater`` and
-``pack_features_for_thd`` (SPEC.md §10, D-6).
+``pack_features_for_thd`` (SPEC.md, "The canonical collaters"; Decisions D-6).
 
-Every expected value is a literal written by hand from SPEC.md §10 and
-``shared/research/automodel-contract.md`` §2.9-2.11 (upstream nemo-automodel 0.7.0
-behaviour). Upstream mutates some of these collaters' inputs; D-6 allows a backend to do
-so, so every call below gets freshly built inputs and no test asserts anything about the
-inputs after a call. The code under test is reached only through the ``backend`` fixture.
+Every expected value is a literal written by hand from those clauses, which follow upstream
+nemo-automodel 0.7.0's ``datasets/utils.py`` (docs/sources.md#nemo-automodel). Upstream
+mutates some of these collaters' inputs, which [collaters-no-mutation] (D-6) forbids; that
+clause is checked in ``test_collaters_no_mutation.py``. Here every call gets freshly built
+inputs and no check depends on what happens to them. The code under test is reached only
+through the ``backend`` fixture.
 """
 
 from __future__ import annotations
@@ -452,16 +453,15 @@ def test_pack_features_ignore_index_is_keyword_only(backend):
 @pytest.mark.requires("collaters")
 @pytest.mark.clause("pack-errors")
 @pytest.mark.parametrize(
-    ("feats", "message"),
+    ("feats", "facts"),
     [
-        ([], "pack_features_for_thd requires at least one feature"),
-        ([{"input_ids": [1, 2]}, {"input_ids": []}], "cannot pack an empty sequence"),
-        ([{"input_ids": [1, 2], "labels": [1]}], "labels length 1 does not match input_ids length 2"),
-        ([{"input_ids": [1]}, {"input_ids": [1, 2, 3], "labels": [1, 2, 3, 4]}],
-         "labels length 4 does not match input_ids length 3"),
+        ([], ()),  # upstream: "pack_features_for_thd requires at least one feature"
+        ([{"input_ids": [1, 2]}, {"input_ids": []}], ()),  # upstream: "cannot pack an empty sequence"
+        ([{"input_ids": [1, 2], "labels": [1]}], (1, 2)),
+        ([{"input_ids": [1]}, {"input_ids": [1, 2, 3], "labels": [1, 2, 3, 4]}], (4, 3)),
     ],
     ids=["no-feature", "empty-sequence", "short-labels", "long-labels"],
 )
-def test_pack_features_errors(backend, feats, message):
-    """The three ValueErrors of pack_features_for_thd, with their messages."""
-    assert_raises(ValueError, (message,), backend.pack_features_for_thd, feats, clause="pack-errors")
+def test_pack_features_errors(backend, feats, facts):
+    """The three ValueErrors of pack_features_for_thd; a length mismatch names both lengths."""
+    assert_raises(ValueError, facts, backend.pack_features_for_thd, feats, clause="pack-errors")

@@ -1,7 +1,8 @@
-"""Golden cases and bad inputs for ``convert_text_batch`` (SPEC.md §3, §4).
+"""Golden cases and bad inputs for ``convert_text_batch`` (SPEC.md, "``TrainingBatch`` fields"
+and "``convert_text_batch``").
 
-Every expected value below was written by hand from the SPEC's rules (automodel-contract.md
-§5 examples A, B, F), not produced by any implementation.
+Every expected value below was written by hand from the SPEC's rules (its worked examples A,
+B and F), not produced by any implementation.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
+from conformance._asserts import Value, assert_batch_equal, assert_raises, assert_tensor_equal
 from conformance._examples import (
     EXAMPLE_A,
     EXAMPLE_IDS,
@@ -166,16 +167,17 @@ def test_example_input_is_not_mutated(backend):
 
 GOOD = EXAMPLE_ROWS[0]
 ERROR_CASES = [
-    # (case id, rows, error type, words the message must contain)
-    ("empty-batch", [], ValueError, ("record",)),
-    ("one-token-row", [Row((5,), (0,), 0)], ValueError, ("record 0", "2")),
-    ("ragged-rows", [GOOD, Row((1, 2, 3), (0, 1, 2), 0)], ValueError, ("length", "9", "3")),
-    ("positions-too-short", [Row((1, 2, 3), (0, 1), 0)], ValueError, ("record 0", "positions")),
-    ("positions-not-starting-at-0", [Row((1, 2, 3), (1, 2, 3), 0)], ValueError, ("record 0", "positions")),
-    ("negative-position", [Row((1, 2, 3), (0, -1, 0), 0)], ValueError, ("record 0", "positions")),
-    ("no-real-token", [GOOD, Row((0,) * 9, tuple(range(9)), 9)], ValueError, ("record 1", "padding_length")),
-    ("padding-longer-than-row", [Row((1, 2, 3), (0, 1, 2), 4)], ValueError, ("record 0", "padding_length")),
-    ("negative-padding", [Row((1, 2, 3), (0, 1, 2), -1)], ValueError, ("record 0", "padding_length")),
+    # (case id, rows, error type, facts the message must name: a record's index as an int,
+    # field names as whole words, lengths as ints; see conformance/_asserts.py names())
+    ("empty-batch", [], ValueError, ("sample_batch",)),
+    ("one-token-row", [Row((5,), (0,), 0)], ValueError, (0,)),
+    ("ragged-rows", [GOOD, Row((1, 2, 3), (0, 1, 2), 0)], ValueError, (9, 3)),
+    ("positions-too-short", [Row((1, 2, 3), (0, 1), 0)], ValueError, (0, "positions")),
+    ("positions-not-starting-at-0", [Row((1, 2, 3), (1, 2, 3), 0)], ValueError, (0, "positions")),
+    ("negative-position", [Row((1, 2, 3), (0, -1, 0), 0)], ValueError, (0, "positions")),
+    ("no-real-token", [GOOD, Row((0,) * 9, tuple(range(9)), 9)], ValueError, (1, "padding_length")),
+    ("padding-longer-than-row", [Row((1, 2, 3), (0, 1, 2), 4)], ValueError, (0, "padding_length")),
+    ("negative-padding", [Row((1, 2, 3), (0, 1, 2), -1)], ValueError, (0, "padding_length")),
 ]
 
 
@@ -197,12 +199,12 @@ def test_non_integer_tokens_and_missing_token_field_are_rejected(backend):
     """Float tokens raise TypeError; a payload with no token field raises ValueError."""
     sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0)])
     sb.records[0].payload["input_ids"] = [1.5, 2.0, 3.0]
-    assert_raises(TypeError, ("input_ids",), backend.convert_text_batch, sb, Contract(), -100, False, False,
+    assert_raises(TypeError, (0, "input_ids"), backend.convert_text_batch, sb, Contract(), -100, False, False,
                   clause="ctb-input-errors")
     sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0)])
     sb.records[0].payload["text"] = sb.records[0].payload.pop("input_ids")
-    assert_raises(ValueError, ("input_ids", "tokens"), backend.convert_text_batch, sb, Contract(), -100, False,
-                  False, clause="ctb-token-field")
+    assert_raises(ValueError, ("input_ids", "tokens", "token_ids", "ids"), backend.convert_text_batch, sb, Contract(),
+                  -100, False, False, clause="ctb-token-field")
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -229,9 +231,11 @@ def test_token_field_detection(backend, field):
 @pytest.mark.clause("types-output-format")
 @pytest.mark.parametrize("output_format", ["BSHD", "", None, "Batched"])
 def test_unknown_output_format_is_rejected(backend, output_format):
-    """Only "batched" and "thd" are output formats."""
+    """Only "batched" and "thd" are output formats: the message names the parameter, the
+    allowed values and the value given."""
     assert_raises(
-        ValueError, ("output_format", repr(output_format)), backend.convert_text_batch, sample_batch(EXAMPLE_ROWS),
+        ValueError, ("output_format", "batched", "thd", Value(output_format)), backend.convert_text_batch,
+        sample_batch(EXAMPLE_ROWS),
         Contract(), -100, False, False, output_format, clause="types-output-format",
     )
 
@@ -271,5 +275,44 @@ def test_unusable_token_values_name_the_record_and_field(backend, tokens, error)
     """None, strings and values outside int64 are rejected with the record and field named."""
     sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0), Row((1, 2, 3), (0, 1, 2), 0)])
     sb.records[1].payload["input_ids"] = tokens
-    assert_raises(error, ("record 1", "input_ids"), backend.convert_text_batch, sb, Contract(), -100, False, False,
+    assert_raises(error, (1, "input_ids"), backend.convert_text_batch, sb, Contract(), -100, False, False,
                   clause="ctb-input-errors")
+
+
+# ---------------------------------------------------------- records without positions ----
+
+NO_POSITIONS = [
+    Row((5, 6, 7, 0, 0), None, 2),  # real 0 1 2, pad tail 0 1
+    Row((5, 6, 0, 0, 0), None, 3),  # real 0 1, pad tail 0 1 2
+    Row((1, 2, 3, 4, 5), None, None),  # no padding: 0 .. 4
+]
+NO_POSITIONS_EXPECTED = {
+    "input_ids": long([[5, 6, 7, 0], [5, 6, 0, 0], [1, 2, 3, 4]]),
+    "labels": long([[6, 7, -100, -100], [6, -100, -100, -100], [2, 3, 4, 5]]),
+    "position_ids": long([[0, 1, 2, 0], [0, 1, 0, 1], [0, 1, 2, 3]]),
+    "padding_mask": torch.tensor([[F, F, F, T], [F, F, T, T], [F, F, F, F]]),
+    "document_ids": long([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]),
+    "attention_document_ids": long([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]),
+}
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-positions", "ctb-document-ids", "ctb-padding-mask", "ctb-padding-labels")
+def test_record_without_positions_restarts_its_pad_tail(backend):
+    """A record without positions is one document 0 .. L-n-1 over its real tokens, and its pad
+    tail restarts at 0 (0 .. n-1), as pack_flat numbers padding: [5,6,7,0,0] with n = 2 gives
+    position_ids [[0,1,2,0]]."""
+    out = convert(backend, NO_POSITIONS)
+    assert_batch_equal(out, NO_POSITIONS_EXPECTED, clause="ctb-positions", call=describe_rows(NO_POSITIONS))
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-positions")
+@pytest.mark.parametrize("padding", [0, 1, 2, 4])
+def test_record_without_positions_equals_its_pack_flat_form(backend, padding):
+    """Dropping positions from a one-document pack_flat record changes nothing: both forms give
+    the same batch (positions 0 .. L-n-1, then the pad tail's 0 .. n-1)."""
+    packed = packed_row([[3, 1, 4, 1, 5]], padding=padding)
+    bare = Row(packed.tokens, None, packed.padding_length)
+    call = f"{describe_rows([bare])} vs {describe_rows([packed])}"
+    assert_batch_equal(convert(backend, [bare]), convert(backend, [packed]), clause="ctb-positions", call=call)

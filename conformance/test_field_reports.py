@@ -1,4 +1,4 @@
-"""Golden cases from other systems' packing failures (``shared/research/field-reports.md``).
+"""Golden cases from other systems' packing failures (the field reports of docs/sources.md).
 
 Each test restates one public field report (F01-F15) as an input to our contract. Every
 expected value is a literal copied from the field report (produced there by Zephon 0.2.0 or
@@ -157,7 +157,7 @@ def test_f01_packed_record_without_positions_is_rejected(backend):
     assert sb.records[1].meta.tags["_packing_metadata"]["num_sequences"] == 3
     del sb.records[1].payload["positions"]
     assert_raises(
-        ValueError, ("record 1", "positions"), ctb, backend, sb, META, clause="ctb-packed-needs-positions",
+        ValueError, (1,), ctb, backend, sb, META, clause="ctb-packed-needs-positions",
     )
 
 
@@ -184,9 +184,9 @@ def test_f02_positions_are_zero_based_subdocument_coordinates(backend):
 
 
 F02_SHIFTED = [
-    ("origin-2", [R([5, 6, 7, 8, 9, 0], [2, 3, 4, 2, 3, 2], 1)], "record 0"),
-    ("origin-1", [R([5, 6, 7, 8, 9, 0], [1, 2, 3, 1, 2, 1], 1)], "record 0"),
-    ("origin-1-second-record", [F02_ROW, R([5, 6, 7, 8, 9, 0], [1, 2, 3, 1, 2, 1], 1)], "record 1"),
+    ("origin-2", [R([5, 6, 7, 8, 9, 0], [2, 3, 4, 2, 3, 2], 1)], 0),
+    ("origin-1", [R([5, 6, 7, 8, 9, 0], [1, 2, 3, 1, 2, 1], 1)], 0),
+    ("origin-1-second-record", [F02_ROW, R([5, 6, 7, 8, 9, 0], [1, 2, 3, 1, 2, 1], 1)], 1),
 ]
 
 
@@ -200,12 +200,12 @@ def test_f02_origin_shifted_positions_are_rejected(backend, case):
 
 
 F03_NO_ZERO = [
-    ("no-zero-at-all", [R([1, 2, 3, 4, 5], [3, 4, 5, 6, 7], 0)], "record 0"),
-    ("zero-later", [R([1, 2, 3, 4, 5, 0], [3, 4, 0, 1, 2, 0], 1)], "record 0"),
+    ("no-zero-at-all", [R([1, 2, 3, 4, 5], [3, 4, 5, 6, 7], 0)], 0),
+    ("zero-later", [R([1, 2, 3, 4, 5, 0], [3, 4, 0, 1, 2, 0], 1)], 0),
     (
         "zero-later-second-record",
         [R([1, 2, 3, 4, 5, 0], [0, 1, 2, 0, 1, 0], 1), R([1, 2, 3, 4, 5, 0], [3, 4, 0, 1, 2, 0], 1)],
-        "record 1",
+        1,
     ),
 ]
 
@@ -455,8 +455,8 @@ def test_f07_pad_id_drawn_from_vocabulary_changes_nothing_but_pad_slots(backend,
 
 
 F07_LEFT_PADDED = [
-    ("left-padding", [[0, 0, 1, 1, 1, 1, 1]], "row 0"),
-    ("left-padding-second-row", [[1, 1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1, 1]], "row 1"),
+    ("left-padding", [[0, 0, 1, 1, 1, 1, 1]], 0),
+    ("left-padding-second-row", [[1, 1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1, 1]], 1),
 ]
 
 
@@ -638,7 +638,7 @@ F11_ALL_PADDING = [R([1, 2, 3, 4, 5], [0, 1, 2, 3, 4], 0), R([0, 0, 0, 0, 0], [0
 @pytest.mark.clause("ctb-input-errors")
 def test_f11_all_padding_row_is_rejected_batched(backend):
     """F11 (A11): a row with no real token raises ValueError naming record 1 and padding_length."""
-    assert_raises(ValueError, ("record 1", "padding_length"), ctb, backend, F11_ALL_PADDING,
+    assert_raises(ValueError, (1, "padding_length"), ctb, backend, F11_ALL_PADDING,
                   clause="ctb-input-errors")
 
 
@@ -646,7 +646,7 @@ def test_f11_all_padding_row_is_rejected_batched(backend):
 @pytest.mark.clause("ctb-input-errors")
 def test_f11_all_padding_row_is_rejected_thd(backend):
     """F11 (A11) THD: the all-padding row raises the same ValueError in THD output."""
-    assert_raises(ValueError, ("record 1", "padding_length"), ctb, backend, F11_ALL_PADDING, fmt="thd",
+    assert_raises(ValueError, (1, "padding_length"), ctb, backend, F11_ALL_PADDING, fmt="thd",
                   clause="ctb-input-errors")
 
 

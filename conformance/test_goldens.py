@@ -22,5 +22,6 @@ CASES = load_all()
 )
 def test_golden_case(backend, case):
     """The backend's output equals the golden expectation exactly (dtypes included), or it
-    raises the golden error naming the golden words; inputs are never modified."""
+    raises the golden error type naming the golden facts (never a sentence); inputs are never
+    modified."""
     run_stored_case(backend, case)

@@ -1,4 +1,6 @@
-"""Property tests of the contract's invariants (research notes I1-I7) on generated inputs.
+"""Property tests of the contract's invariants on generated inputs: shapes, shifted labels,
+padding, what xdoc leaves untouched, THD length sums, metadata consistency, no input mutation
+(each test names its clauses).
 
 Inputs come from ``conformance._strategies``; expected values are computed in plain Python
 (``conformance._invariants``) or, for the differential test only, by ``reference``. The code

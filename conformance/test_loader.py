@@ -1,4 +1,5 @@
-"""``ZephonDataLoader`` iteration and ``close`` (SPEC.md §6)."""
+"""``ZephonDataLoader`` iteration and ``close`` (SPEC.md, "``ZephonDataLoader`` (iteration and
+``close``)")."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 
 import pytest
 
-from conformance._asserts import assert_raises
+from conformance._asserts import Value, assert_raises
 from conformance._pipelines import RecordingPipeline, corpus_pipeline
 from conformance._zephon import Contract, packed_row, sample_batch
 
@@ -40,7 +41,8 @@ def test_construction_does_not_start_the_pipeline(backend):
     [
         ({"packing_contract": Contract("flash_varlen")}, ValueError, ("packed_mask_type",)),
         ({"packing_contract": Contract("block_causal", "yes")}, TypeError, ("return_packed_sequence_metadata",)),
-        ({"packing_contract": Contract(), "output_format": "bshd"}, ValueError, ("output_format", "bshd")),
+        ({"packing_contract": Contract(), "output_format": "bshd"}, ValueError,
+         ("output_format", "batched", "thd", Value("bshd"))),
     ],
     ids=["bad-mask-type", "bad-metadata-flag", "bad-output-format"],
 )
@@ -55,7 +57,7 @@ def test_construction_validates_contract_and_format(backend, kwargs, error, word
 @pytest.mark.clause("loader-construct-validates")
 def test_convert_batch_must_be_callable(backend):
     """A convert_batch that cannot be called is a TypeError at construction."""
-    assert_raises(TypeError, ("convert_batch",), backend.ZephonDataLoader, RecordingPipeline([]), "not callable",
+    assert_raises(TypeError, (), backend.ZephonDataLoader, RecordingPipeline([]), "not callable",
                   packing_contract=Contract(), clause="loader-construct-validates")
 
 
@@ -103,19 +105,29 @@ def test_pipeline_or_conversion_failure_closes_the_loader(backend):
     pipeline = RecordingPipeline(three_batches(), fail_at=1)
     loader = backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
     next(loader)
-    with pytest.raises(RuntimeError, match="pipeline worker failed"):
+    with pytest.raises(RuntimeError) as raised:
         next(loader)
+    assert raised.value is pipeline.failure, (
+        f"next() raised {raised.value!r}, but should re-raise the pipeline's own exception object "
+        f"{pipeline.failure!r} [loader-failure-closes]"
+    )
     assert pipeline.closed == 1, "a pipeline failure must close the stream [loader-failure-closes]"
     with pytest.raises(StopIteration):
         next(loader)
 
+    conversion_failure = ValueError("conversion failed")
+
     def broken_convert(sample_batch):
-        raise ValueError("conversion failed")
+        raise conversion_failure
 
     pipeline = RecordingPipeline(three_batches())
     loader = backend.ZephonDataLoader(pipeline, broken_convert, packing_contract=Contract())
-    with pytest.raises(ValueError, match="conversion failed"):
+    with pytest.raises(ValueError) as raised:
         next(loader)
+    assert raised.value is conversion_failure, (
+        f"next() raised {raised.value!r}, but should re-raise convert_batch's own exception object "
+        "[loader-failure-closes]"
+    )
     assert pipeline.closed == 1, "a convert_batch failure must close the stream [loader-failure-closes]"
 
 
@@ -148,10 +160,11 @@ class FailingToStartPipeline:
 
     def __init__(self):
         self.iter_calls = 0
+        self.failure = OSError("cannot start workers")
 
     def __iter__(self):
         self.iter_calls += 1
-        raise OSError("cannot start workers")
+        raise self.failure
 
 
 @pytest.mark.requires("zephon_loader")
@@ -160,8 +173,12 @@ def test_failure_to_start_closes_and_never_restarts(backend):
     """If iter(pipeline) raises, the error propagates once and later next() calls stop."""
     pipeline = FailingToStartPipeline()
     loader = backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
-    with pytest.raises(OSError, match="cannot start workers"):
+    with pytest.raises(OSError) as raised:
         next(loader)
+    assert raised.value is pipeline.failure, (
+        f"next() raised {raised.value!r}, but should re-raise iter(pipeline)'s own exception object "
+        "[loader-failure-closes]"
+    )
     for _ in range(2):
         with pytest.raises(StopIteration):
             next(loader)

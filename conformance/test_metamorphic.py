@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from conformance import _strategies as cs
 from conformance._asserts import assert_batch_equal, assert_tensor_equal
 from conformance._examples import convert
-from conformance._zephon import Contract, Row, describe_rows
+from conformance._zephon import Contract, Row, describe_rows, row_positions
 
 THD_PAD = -1000  # [thd-lengths] unused slots of seq_lens / seq_lens_padded
 TOKEN_KEYS = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
@@ -193,8 +193,9 @@ def test_xdoc_changes_only_positions_and_attention_ids(backend, data):
 
 def _with_more_padding(row: Row, extra: int, pad_token_id: int = cs.PAD_TOKEN_ID) -> Row:
     """``row`` with ``extra`` more trailing pad tokens: the pad tail's positions continue
-    (``n, n + 1, ...``; a row without positions stays one document) and ``padding_length``
-    grows by ``extra``."""
+    (``n, n + 1, ...``; a row without positions stays without, and its pad tail, which
+    restarts at 0, grows the same way [ctb-positions]) and ``padding_length`` grows by
+    ``extra``."""
     padding = row.padding_length or 0
     positions = None if row.positions is None else row.positions + tuple(range(padding, padding + extra))
     return Row(row.tokens + (pad_token_id,) * extra, positions, padding + extra)
@@ -282,7 +283,7 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
     # their tail positions; under xdoc the real token continues the row's numbering (0 .. real - 1).
     want_inputs = torch.tensor([row.tokens[s_old:s_new] for row in longer], dtype=torch.int64)
     want_positions = torch.tensor(
-        [(row.positions or tuple(range(len(row.tokens))))[s_old:s_new] for row in longer], dtype=torch.int64
+        [row_positions(row)[s_old:s_new] for row in longer], dtype=torch.int64
     )
     if xdoc:
         want_positions[unpadded, 0] = s_old
@@ -383,14 +384,14 @@ def test_boundaries_never_depend_on_token_values(backend, data):
 def _unpacked_rows(draw, length: int, tokens: st.SearchStrategy[int]) -> list[Row]:
     """1..MAX_BATCH rows of at most ``length`` tokens: mostly single documents as unpacked
     records are (no positions, ``padding_length`` None or 0, 1..length tokens), sometimes
-    packed rows with positions and their own padding."""
+    packed rows with their own padding (``cs.packed_rows``: with positions, or rarely without,
+    whose pad tail restarts at 0 [ctb-positions])."""
     rows = []
     for b in range(draw(st.integers(1, cs.MAX_BATCH), label="B")):
         form = draw(st.sampled_from(("document", "document", "document", "packed")), label=f"form[{b}]")
         if form == "packed" and length >= 2:
             size = draw(st.integers(2, length), label=f"L[{b}]")
-            row = draw(cs.packed_rows(size).filter(lambda r: r.positions is not None or not r.padding_length),
-                       label=f"row[{b}]")
+            row = draw(cs.packed_rows(size), label=f"row[{b}]")
         else:
             size = draw(st.integers(1, length), label=f"L[{b}]")
             row = Row(tuple(draw(st.lists(tokens, min_size=size, max_size=size), label=f"tokens[{b}]")), None,
@@ -404,8 +405,7 @@ def _pre_padded(row: Row, length: int, pad_token_id: int) -> Row:
     positions continue the pad tail's restart (``n, n + 1, ...``), ``padding_length + k``."""
     padding = row.padding_length or 0
     extra = length - len(row.tokens)
-    positions = tuple(range(len(row.tokens))) if row.positions is None else row.positions
-    positions += tuple(range(padding, padding + extra))
+    positions = row_positions(row) + tuple(range(padding, padding + extra))
     return Row(row.tokens + (pad_token_id,) * extra, positions, padding + extra)
 
 

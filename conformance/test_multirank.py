@@ -1,4 +1,5 @@
-"""Checkpoint state across ranks (SPEC.md §12, issue #6): real rank processes, two launchers.
+"""Checkpoint state across ranks (SPEC.md, "Checkpoint state across ranks"; issue #6): real
+rank processes, two launchers.
 
 Each test launches one job per phase (a phase is a fresh set of processes, as after a
 restart) through the backend under test, then checks the JSON every rank wrote. A job is
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance._asserts import names
 from conformance.conftest import HARNESS_TAG, LAUNCHERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -261,7 +262,7 @@ def rows_of(elements: Counter) -> list:
     return sorted(elements.elements())
 
 
-# --- F18's data: literal lists from field-reports.md ----------------------------------------
+# --- F18's data: literal lists from field report F18 (docs/sources.md#f18) ------------------
 
 
 @pytest.fixture(scope="module")
@@ -491,9 +492,9 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
             f"rank {result['rank']}: state_dict() returned instead of raising TimeoutError, although TP peer rank 3 "
             f"never called it [state-collective-all-ranks, state-collective-timeout]:\n{ranks_text}"
         )
-        assert result["error_is_timeout"] and "timed out" in result["error_message"].lower(), (
+        assert result["error_is_timeout"], (
             f"rank {result['rank']} raised {result['error_type']}: {result['error_message'][:500]!r}, but must raise "
-            f"TimeoutError (or a subclass) saying it timed out [state-collective-timeout]:\n{error[-1500:]}"
+            f"TimeoutError (or a subclass) [state-collective-timeout]:\n{error[-1500:]}"
         )
         assert result["state_seconds"] < timeout_s + 15, (
             f"rank {result['rank']} waited {result['state_seconds']}s in state_dict() with aggregate_timeout_s="
@@ -505,10 +506,10 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
     assert elapsed < 60, f"the job took {elapsed:.1f}s; it must fail within 60s [state-collective-timeout]"
     # Rank 0 collects the shards: "... waiting for checkpoint shards: Missing ranks=[3]" (Zephon
     # 0.2.0). Ranks 1 and 2 race the leader and may time out "waiting for merged checkpoint",
-    # which names no rank, so the clause asks for the missing rank on rank 0 only: the word
-    # "rank" or "peer", then within a few characters the number 3 on its own.
+    # which names no rank, so the clause asks for the missing rank on rank 0 only. A rank is
+    # named by its index as a whole integer (conformance/_asserts.py names()); the wording is free.
     leader = results[0]["error_message"]
-    assert re.search(r"\b(rank|peer)s?\b.{0,16}?(?<![\d.])3(?![\d.])", leader, re.IGNORECASE), (
+    assert names(leader, 3), (
         f"rank 0's error must name the missing rank 3 (e.g. 'missing ranks=[3]') [state-collective-timeout]: "
         f"{leader[:800]}"
     )

@@ -1,12 +1,12 @@
 """Output formats: THD lengths, ``convert_batch_output``, and the exact key sets of each
-route (SPEC.md §3, §4, §7). Expected values are written by hand (automodel-contract.md §5
-example D and D′)."""
+route (SPEC.md, "``TrainingBatch`` fields", "``convert_text_batch``" and "Output formats").
+Expected values are written by hand (the SPEC's worked examples D and D′)."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance._asserts import assert_batch_equal, assert_raises, assert_tensor_equal
+from conformance._asserts import Value, assert_batch_equal, assert_raises, assert_tensor_equal
 from conformance._examples import EXAMPLE_A, EXAMPLE_ROWS, convert, long
 from conformance._zephon import Contract
 
@@ -81,11 +81,11 @@ def test_convert_batch_output_thd_lengths(backend):
 
 
 THD_ERRORS = [
-    ("left-padding", long([[0, 0, 1, 1, 1]]), ("row 0",)),
-    ("interior-exclusion", long([[1, 1, 0, 1, 1]]), ("row 0",)),
-    ("id-reappears", long([[1, 1, 1, 1], [1, 2, 1, 0]]), ("row 1",)),
-    ("empty-row", long([[1, 1, 0], [0, 0, 0]]), ("row 1",)),
-    ("negative-id", long([[1, 1, 1], [1, -1, 2]]), ("row 1", "-1")),
+    ("left-padding", long([[0, 0, 1, 1, 1]]), (0,)),
+    ("interior-exclusion", long([[1, 1, 0, 1, 1]]), (0,)),
+    ("id-reappears", long([[1, 1, 1, 1], [1, 2, 1, 0]]), (1,)),
+    ("empty-row", long([[1, 1, 0], [0, 0, 0]]), (1,)),
+    ("negative-id", long([[1, 1, 1], [1, -1, 2]]), (1,)),
 ]
 
 
@@ -103,5 +103,5 @@ def test_convert_batch_output_thd_rejects(backend, case):
 @pytest.mark.clause("types-output-format")
 def test_convert_batch_output_unknown_format(backend):
     """Only "batched" and "thd" are formats."""
-    assert_raises(ValueError, ("output_format", "bshd"), backend.convert_batch_output,
+    assert_raises(ValueError, ("output_format", "batched", "thd", Value("bshd")), backend.convert_batch_output,
                   {"attention_document_ids": long([[1]])}, "bshd", clause="types-output-format")

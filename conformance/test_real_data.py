@@ -1,4 +1,5 @@
-"""Real text through a real Zephon pipeline and ``ZephonDataLoader`` (SPEC.md §7).
+"""Real text through a real Zephon pipeline and ``ZephonDataLoader`` (SPEC.md, "The real-data
+scenario").
 
 The Node.js API reference (MIT, ``golden/corpus``) is tokenized by the committed byte-level
 BPE, packed by Zephon's ``pack_flat`` into rows of 1025 tokens, batched by 4, and read

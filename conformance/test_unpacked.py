@@ -1,5 +1,5 @@
-"""The unpacked route: ``pad_to_length`` and ``pad_token_id`` (SPEC.md §4). Expected values
-are written by hand (automodel-contract.md §5 example E)."""
+"""The unpacked route: ``pad_to_length`` and ``pad_token_id`` (SPEC.md, "The unpacked
+route"). Expected values are written by hand (the SPEC's worked example E)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ UNPACKED_ERRORS = [
     ("pad-token-not-int", {"pad_to_length": 6, "pad_token_id": "0"}, TypeError, ("pad_token_id",)),
     ("length-not-int", {"pad_to_length": 6.0, "pad_token_id": 0}, TypeError, ("pad_to_length",)),
     ("length-below-2", {"pad_to_length": 1, "pad_token_id": 0}, ValueError, ("pad_to_length",)),
-    ("document-too-long", {"pad_to_length": 4, "pad_token_id": 0}, ValueError, ("record 1", "5", "pad_to_length=4")),
+    ("document-too-long", {"pad_to_length": 4, "pad_token_id": 0}, ValueError, (1, 5, 4, "pad_to_length")),
 ]
 
 
@@ -105,4 +105,26 @@ def test_unpacked_bad_parameters(backend, case):
 @pytest.mark.clause("ctb-input-errors")
 def test_ragged_rows_need_pad_to_length(backend):
     """Example E's documents without pad_to_length are ragged: ValueError listing the lengths."""
-    assert_raises(ValueError, ("3", "5"), convert, backend, DOCUMENTS, clause="ctb-input-errors")
+    assert_raises(ValueError, (3, 5), convert, backend, DOCUMENTS, clause="ctb-input-errors")
+
+
+@pytest.mark.requires("convert_text_batch", "unpacked")
+@pytest.mark.clause("unpacked-padding", "ctb-positions")
+def test_padding_a_record_without_positions_extends_its_pad_tail(backend):
+    """A record without positions that already has padding ([5,6,7,0], n = 1: pad tail [0]): the
+    appended pads continue its tail (1, 2), and the result equals the same record pre-padded to
+    [5,6,7,0,0,0] (n = 3, pad tail 0 1 2) and converted without pad_to_length."""
+    row = Row((5, 6, 7, 0), None, 1)
+    pre_padded = Row((5, 6, 7, 0, 0, 0), None, 3)
+    expected = {
+        "input_ids": long([[5, 6, 7, 0, 0]]),
+        "labels": long([[6, 7, -100, -100, -100]]),
+        "position_ids": long([[0, 1, 2, 0, 1]]),
+        "padding_mask": torch.tensor([[F, F, F, T, T]]),
+        "document_ids": long([[1, 1, 1, 0, 0]]),
+    }
+    call = "Row((5,6,7,0), None, 1), pad_to_length=6, pad_token_id=0"
+    out = convert(backend, [row], pad_to_length=6, pad_token_id=0)
+    assert_batch_equal(out, expected, clause="unpacked-padding", call=call)
+    assert_batch_equal(out, convert(backend, [pre_padded]), clause="unpacked-padding",
+                       call=f"{call} vs Row((5,6,7,0,0,0), None, 3) without pad_to_length")

@@ -1,6 +1,7 @@
 """Cross-document attention: ``enable_xdoc_attention`` and ``convert_text_batch`` with
-``allow_cross_document_attention=True`` (SPEC.md §4, §6). Expected values are written by hand
-(automodel-contract.md §5 examples C and G, field report F14)."""
+``allow_cross_document_attention=True`` (SPEC.md, "``convert_text_batch``" and
+"``enable_xdoc_attention``"). Expected values are written by hand (the SPEC's worked
+examples C and G, field report F14 in docs/sources.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from conformance._examples import (
     convert,
     long,
 )
-from conformance._zephon import Contract
+from conformance._zephon import Contract, Row, describe_rows
 
 JOINED_IDS = [[1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 1]]
 EXAMPLE_C = {
@@ -139,8 +140,11 @@ def test_contract_bounds_translated_positions(backend, mask_type):
         out = backend.enable_xdoc_attention(batch(), Contract(mask_type, False, False, bound))
         assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 2, 3, 4, 5]]), clause="xdoc-contract",
                             call=f"max_sequence_length={bound}")
-    assert_raises(ValueError, ("max_sequence_length", "5"), backend.enable_xdoc_attention, batch(),
-                  Contract(mask_type, False, False, 5), clause="xdoc-contract")
+    # Translated positions [0, 1, 2, 3, 4, 7]: only 7 reaches the bound 6, so "both values" are 7 and 6.
+    over = {"position_ids": long([[0, 1, 2, 0, 1, 4]]), "document_ids": long([[1, 1, 1, 2, 2, 2]]),
+            "attention_document_ids": long([[1, 1, 1, 2, 2, 2]])}
+    assert_raises(ValueError, ("max_sequence_length", 7, 6), backend.enable_xdoc_attention, over,
+                  Contract(mask_type, False, False, 6), clause="xdoc-contract")
 
 
 def good_batch():
@@ -167,7 +171,7 @@ XDOC_ERRORS = [
      ("position_ids",)),
     ("int32-ids", replaced("document_ids", torch.tensor([[1, 1, 2]], dtype=torch.int32)), TypeError,
      ("document_ids",)),
-    ("positions-wrong-length", replaced("position_ids", long([[0, 1]])), ValueError, ("position_ids", "(1, 2)")),
+    ("positions-wrong-length", replaced("position_ids", long([[0, 1]])), ValueError, ("position_ids",)),
     ("positions-4d", replaced("position_ids", long([[[[0, 1, 0]]]])), ValueError, ("position_ids",)),
     ("ids-shape-mismatch", replaced("attention_document_ids", long([[1, 1, 2, 2]])), ValueError,
      ("attention_document_ids",)),
@@ -182,3 +186,83 @@ def test_enable_xdoc_attention_rejects(backend, case):
     """Missing, mistyped or misshaped inputs raise the SPEC's error, naming the field."""
     _, batch, error, words = case
     assert_raises(error, words, backend.enable_xdoc_attention, batch, Contract(), clause="xdoc-errors")
+
+
+# -- [xdoc-contract]: only translated positions are bounded ---------------------------------
+
+
+def bounded_batch(attention=(1, 1, 2, 2, 0)):
+    """Subdocument 1 at [0, 1], subdocument 2 at [0, 6] (a jump, not a boundary), and a pad
+    slot (document id 0) at position 9: translated positions [0, 1, 2, 8, 9]."""
+    return {"position_ids": long([[0, 1, 0, 6, 9]]), "document_ids": long([[1, 1, 2, 2, 0]]),
+            "attention_document_ids": long([list(attention)])}
+
+
+@pytest.mark.requires("xdoc")
+@pytest.mark.clause("xdoc-contract", "xdoc-positions")
+@pytest.mark.parametrize("mask_type", ["block_causal", "document_ids"])
+def test_contract_bound_skips_tokens_without_a_document(backend, mask_type):
+    """A position of a token with document_ids == 0 is not translated and not bounded: the pad
+    slot at 9 passes max_sequence_length 9 (and 5 would not: translated 8 raises there)."""
+    for bound in (9, 10):
+        call = f"enable_xdoc_attention(positions [[0,1,0,6,9]], ids [[1,1,2,2,0]], max_sequence_length={bound})"
+        try:
+            out = backend.enable_xdoc_attention(bounded_batch(), Contract(mask_type, False, False, bound))
+        except ValueError as error:
+            raise AssertionError(
+                f"raised ValueError({error}), but the largest translated position is 8 < {bound}; the pad slot's "
+                f"position 9 is not translated [xdoc-contract: {call}]"
+            ) from error
+        assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 2, 8, 9]]), clause="xdoc-positions",
+                            call=call)
+
+
+@pytest.mark.requires("xdoc")
+@pytest.mark.clause("xdoc-contract")
+@pytest.mark.parametrize("attention", [(1, 1, 2, 2, 0), (1, 1, 2, 0, 0)], ids=["eligible", "excluded"])
+def test_contract_bound_names_the_translated_position(backend, attention):
+    """The one translated position past the bound (8, also when the processor excluded that
+    token from attention: its document still numbers it) raises ValueError naming
+    max_sequence_length and both values."""
+    assert_raises(ValueError, ("max_sequence_length", 5, 8), backend.enable_xdoc_attention, bounded_batch(attention),
+                  Contract("block_causal", False, False, 5), clause="xdoc-contract")
+
+
+XDOC_PAD_TAIL_ROWS = {
+    # [7, 8] then 6 pad tokens: translated positions [0, 1]; the pad tail holds 0 .. 4 as inputs.
+    "pack-flat-positions": [Row((7, 8, 0, 0, 0, 0, 0, 0), (0, 1, 0, 1, 2, 3, 4, 5), 6)],
+    "no-positions": [Row((7, 8, 0, 0, 0, 0, 0, 0), None, 6)],
+}
+
+
+@pytest.mark.requires("convert_text_batch", "xdoc")
+@pytest.mark.clause("xdoc-contract", "ctb-xdoc", "ctb-positions")
+@pytest.mark.parametrize("form", list(XDOC_PAD_TAIL_ROWS))
+@pytest.mark.parametrize("bound", [2, 4])
+def test_convert_xdoc_bound_skips_the_pad_tail(backend, form, bound):
+    """convert_text_batch with xdoc: max_sequence_length bounds the real tokens' positions only,
+    so [7, 8] + 6 pads passes a bound of 2 or 4 (its pad tail's positions reach 4)."""
+    rows = XDOC_PAD_TAIL_ROWS[form]
+    call = f"convert_text_batch({describe_rows(rows)}, max_sequence_length={bound}, xdoc=True)"
+    try:
+        out = convert(backend, rows, Contract("block_causal", False, False, bound), xdoc=True)
+    except ValueError as error:
+        raise AssertionError(
+            f"raised ValueError({error}), but the largest translated position is 1 < {bound}; padding keeps its "
+            f"positions unchecked [xdoc-contract: {call}]"
+        ) from error
+    assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 0, 1, 2, 3, 4]]), clause="xdoc-contract",
+                        call=call)
+
+
+@pytest.mark.requires("convert_text_batch", "xdoc")
+@pytest.mark.clause("xdoc-contract", "ctb-xdoc")
+def test_convert_xdoc_bound_reached_by_a_real_token(backend):
+    """Subdocuments [1,2,3] and [4,5,6] (positions 0,1,5: a jump) + 1 pad: the inputs' translated
+    positions are [0,1,2,3,4,8]; max_sequence_length 6 raises naming it, 6 and 8; 9 passes."""
+    rows = [Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1)]
+    out = convert(backend, rows, Contract("document_ids", True, False, 9), xdoc=True)
+    assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 2, 3, 4, 8]]), clause="xdoc-contract",
+                        call=f"{describe_rows(rows)}, max_sequence_length=9")
+    assert_raises(ValueError, ("max_sequence_length", 6, 8), convert, backend, rows,
+                  Contract("document_ids", True, False, 6), xdoc=True, clause="xdoc-contract")

@@ -11,7 +11,13 @@ from reference.attention import (
     enable_xdoc_attention,
     require_supported_packing_contract,
 )
-from reference.checkpoint import decode_state, encode_state, pipeline_fingerprint, pipeline_topology
+from reference.checkpoint import (
+    decode_state,
+    encode_state,
+    pipeline_description,
+    pipeline_fingerprint,
+    pipeline_topology,
+)
 from reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
 from reference.datum import CROSS_ENTROPY_IGNORE_IDX, Datum, collate_datums
 from reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
@@ -93,6 +99,7 @@ __all__ = [
     "get_seqlens_in_batch",
     "get_unpad_data",
     "pack_features_for_thd",
+    "pipeline_description",
     "pipeline_fingerprint",
     "pipeline_topology",
     "packed_sequence_thd_collater",

@@ -198,8 +198,9 @@ def enable_xdoc_attention(batch: TrainingBatch, packing_contract: PackedSequence
             int64 ``position_ids`` ``[batch, sequence]`` or ``[axes, batch, sequence]``
             (mRoPE) holding non-negative coordinates local to each subdocument.
         packing_contract: the model's contract. Only ``max_sequence_length`` is read: when it
-            is an int, every translated position must be below it. The mask type and
-            metadata request do not change this step.
+            is an int, every translated position (a token with ``document_ids > 0``) must be
+            below it; positions of tokens with ``document_ids == 0`` (padding) are not
+            checked. The mask type and metadata request do not change this step.
 
     Returns:
         The same mapping with new tensors:
@@ -214,8 +215,8 @@ def enable_xdoc_attention(batch: TrainingBatch, packing_contract: PackedSequence
     Raises:
         ValueError: ``document_ids``/``attention_document_ids``/``position_ids`` missing; a
             shape that is not ``[batch, sequence]`` (or ``[axes, batch, sequence]`` for
-            positions) of the same size; a negative position; a translated position
-            ``>= max_sequence_length``.
+            positions) of the same size; a negative position; a translated position (of a
+            token with ``document_ids > 0``) ``>= max_sequence_length``.
         TypeError: one of the three is not an int64 tensor.
     """
     for name in ("document_ids", "attention_document_ids", "position_ids"):
@@ -253,9 +254,12 @@ def enable_xdoc_attention(batch: TrainingBatch, packing_contract: PackedSequence
             # The next subdocument starts one past this one's largest coordinate.
             offset = max(int(positions[a, b, i]) for i in tokens for a in range(axes)) + 1
 
+    # [xdoc-contract] The bound applies to translated positions only: tokens with
+    # document_ids > 0. Padding (and any token with id 0) keeps its positions unchecked.
     max_sequence_length = getattr(packing_contract, "max_sequence_length", None)
     if isinstance(max_sequence_length, int) and not isinstance(max_sequence_length, bool):
-        largest = int(positions.max())
+        translated = positions[:, document_ids > 0]  # [axes, translated tokens]
+        largest = int(translated.max()) if translated.numel() else -1
         if largest >= max_sequence_length:
             raise ValueError(
                 f"enable_xdoc_attention: translated position_ids reach {largest}, but "

@@ -2,10 +2,11 @@
 ``pack_features_for_thd``.
 
 Mirrors upstream ``nemo_automodel/components/datasets/utils.py`` (nemo-automodel 0.7.0),
-which ``collate_datums`` delegates to (SPEC.md §10). Outputs, key order, dtypes, error
-types and messages are upstream's; the one deliberate difference is decision D-6: these
-functions never modify the items they are given (upstream pops ``___PAD_TOKEN_IDS___`` from
-item 0 and rewrites items in THD synthesis mode; we work on copies instead).
+which ``collate_datums`` delegates to (SPEC.md section 8). Outputs, key order, dtypes, error
+types and messages are upstream's; the one deliberate difference is decision D-6, required by
+[collaters-no-mutation]: these functions never modify the items they are given (upstream pops
+``___PAD_TOKEN_IDS___`` from item 0 and rewrites items in THD synthesis mode; we work on
+copies instead, and add a batch axis out of place).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``Datum`` and ``collate_datums``: the single-example training input and its batching.
 
 Mirrors upstream ``nemo_automodel/components/datasets/datum.py`` (nemo-automodel 0.7.0,
-seed 003), SPEC.md §10. A ``Datum`` holds one sequence, ``input_ids`` ``[T]``, and the loss
+seed 003), SPEC.md section 8. A ``Datum`` holds one sequence, ``input_ids`` ``[T]``, and the loss
 inputs aligned to it (``target_tokens``, ``weights``, ``logprobs``, ``advantages``, ...).
 ``collate_datums`` delegates the token fields to the canonical collaters
 (``reference.collaters``) and batches the float side inputs itself. Outputs, dtypes, error
@@ -138,7 +138,8 @@ def _batch_side_input(rows: list[torch.Tensor], lengths: list[int], packed: bool
     if per_token and packed:
         return torch.cat(rows).unsqueeze(0)
     if per_token:
-        zeros = [torch.zeros(width - row.shape[0], dtype=row.dtype) for row in rows]
+        # on the row's device, as upstream's F.pad keeps it [tb-device]
+        zeros = [torch.zeros(width - row.shape[0], dtype=row.dtype, device=row.device) for row in rows]
         return torch.stack([torch.cat([row, pad]) for row, pad in zip(rows, zeros)])
     return torch.stack([row[0] for row in rows])
 

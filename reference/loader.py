@@ -98,7 +98,9 @@ def _read_row(record: Any, row: int) -> _Row:
     if length == 0:
         raise ValueError(f"sample_batch record {row}: {field} holds no token")
 
-    # Positions: Zephon's per-subdocument reset positions, or one document when absent.
+    # Positions: Zephon's per-subdocument reset positions, or one document when absent (filled
+    # in below, once the padding is known).
+    positions: list[int] | None = None
     if "positions" in payload:
         positions = _as_int_list(payload["positions"], "positions", row)
     else:
@@ -108,7 +110,19 @@ def _read_row(record: Any, row: int) -> _Row:
                 f"sample_batch record {row}: meta says it packs {packing['num_sequences']} sequences, "
                 "but the payload has no positions to find their boundaries"
             )
-        positions = list(range(length))
+    if positions is not None:
+        _check_positions(positions, length, row)
+
+    padding_length = _read_padding_length(record, length, row)
+    if positions is None:
+        # [ctb-positions] One document over the real tokens, 0 .. L - n - 1; the pad tail
+        # restarts at 0 (0 .. n - 1), as pack_flat numbers its padding.
+        positions = list(range(length - padding_length)) + list(range(padding_length))
+    return _Row(tokens=tokens, positions=positions, padding_length=padding_length)
+
+
+def _check_positions(positions: list[int], length: int, row: int) -> None:
+    """Given positions must have the token length, start at 0 and be >= 0 [ctb-input-errors]."""
     if len(positions) != length:
         raise ValueError(
             f"sample_batch record {row}: positions must have the token length {length}, got {len(positions)}"
@@ -121,7 +135,10 @@ def _read_row(record: Any, row: int) -> _Row:
             f"sample_batch record {row}: positions must be >= 0, got {positions[negative[0]]} at index {negative[0]}"
         )
 
-    # Padding: a trailing suffix of meta.padding_length tokens (None means no padding).
+
+def _read_padding_length(record: Any, length: int, row: int) -> int:
+    """``meta.padding_length``: a trailing suffix of that many tokens, ``None`` meaning 0
+    [ctb-input-errors, D-2]."""
     padding_length = record.meta.padding_length
     if padding_length is None:
         padding_length = 0
@@ -134,7 +151,7 @@ def _read_row(record: Any, row: int) -> _Row:
             f"sample_batch record {row}: meta.padding_length must be in [0, {length - 1}] so that the row "
             f"keeps a real token, got {padding_length}"
         )
-    return _Row(tokens=tokens, positions=positions, padding_length=padding_length)
+    return padding_length
 
 
 def _pad_row(row: _Row, pad_to_length: int, pad_token_id: int, index: int) -> _Row:
@@ -220,7 +237,9 @@ def convert_text_batch(
             unshifted 1-D integer token field (the first of ``TOKEN_FIELD_CANDIDATES``) of
             length L, and optionally 1-D ``positions`` [L] that restart at 0 at every
             subdocument (and at the padding tail); ``meta.padding_length`` counts the
-            trailing pad tokens (``None`` = 0). Never modified.
+            trailing pad tokens (``None`` = 0). A record without ``positions`` is one
+            document: ``0 .. L - n - 1`` over its real tokens, ``0 .. n - 1`` over its pad
+            tail. Never modified.
         packing_contract: the model's requests. The mask type and metadata request apply to
             ``"batched"`` output only; ``max_sequence_length`` bounds xdoc positions.
         ignore_index: the label value excluded from loss.
@@ -310,23 +329,36 @@ def convert_text_batch(
 
 
 class ZephonDataLoader(Iterator[TrainingBatch]):
-    """One owned stream of a Zephon pipeline, yielding converted batches [loader-*].
+    """One owned stream of a Zephon pipeline, yielding converted batches.
+
+    An iterator of ``TrainingBatch`` (``collections.abc.Iterator``) [loader-iterator];
+    construction starts nothing [loader-construct-lazy] and validates once
+    [loader-construct-validates].
 
     Args:
         pipeline: a ``zephon.Pipeline`` (anything whose ``iter()`` gives an iterator of
             ``SampleBatch``; the iterator's ``close()`` is called when present). Not started
             by construction.
         convert_batch: ``SampleBatch -> TrainingBatch``, e.g. ``convert_text_batch`` with its
-            options bound.
-        output_format: ``"batched"`` or ``"thd"``; checked here.
+            options bound. The loader yields exactly what it returns [loader-next].
+        output_format: ``"batched"`` or ``"thd"``; checked here and kept as
+            ``self.output_format`` for the training framework.
         packing_contract: keyword-only; checked once here by
-            ``require_supported_packing_contract`` and never per batch.
+            ``require_supported_packing_contract`` and kept as ``self.packing_contract``.
+            Neither is applied to the batches: they are what ``convert_batch`` returns, and a
+            ``convert_batch`` bound to another format or contract is the caller's
+            configuration error (A3).
 
     Raises:
         TypeError: ``convert_batch`` is not callable, or the contract has a missing or
-            mistyped attribute.
-        ValueError: an unknown ``output_format`` or mask type.
+            mistyped attribute [loader-construct-validates].
+        ValueError: an unknown ``output_format`` or mask type [loader-construct-validates,
+            types-output-format].
     """
+
+    # [loader-distributed-checkpointing] A framework reads this to route state_dict() through
+    # its all-rank path: every rank, TP/PP peers included, joins the checkpoint collective.
+    use_distributed_checkpointing = True
 
     def __init__(
         self,
@@ -356,12 +388,20 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         return self
 
     def __next__(self) -> TrainingBatch:
-        """The next converted batch [loader-next, loader-exhaustion].
+        """``convert_batch(sample_batch)`` for the stream's next ``SampleBatch``, unchanged
+        [loader-next].
 
-        Starts the pipeline on the first call. Adds each record's
-        ``meta.component_token_counts`` to ``_component_tokens``. On exhaustion, or when the
-        pipeline or ``convert_batch`` raises, closes the loader first; after that every call
-        raises ``StopIteration``.
+        The first call applies a loaded state, then starts the one owned stream
+        [state-iter-then-load]. Adds each record's ``meta.component_token_counts`` into
+        ``_component_tokens`` [loader-component-tokens]. On exhaustion the loader closes
+        itself [loader-exhaustion]; after ``close()`` every call raises ``StopIteration``
+        [loader-close].
+
+        Raises:
+            StopIteration: the stream is exhausted, or the loader was closed.
+            BaseException: whatever ``iter(pipeline)``, the stream or ``convert_batch``
+                raised, the same object, after the loader closed itself
+                [loader-failure-closes].
         """
         if self._closed:
             raise StopIteration
@@ -413,18 +453,37 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
                 f"state_dict() timed out: the checkpoint is collective over all {topology['world_size']} ranks "
                 f"(TP/PP peers included) and not every rank called state_dict() in time; zephon said: {error}"
             ) from error
-        return {"zephon": encode_state(checkpoint, topology=topology, fingerprint=pipeline_fingerprint(self._pipeline))}
+        return {"zephon": encode_state(checkpoint, topology=topology, fingerprint=self._fingerprint())}
+
+    def _fingerprint(self) -> str:
+        """The fingerprint of this loader's pipeline [state-fingerprint-canonical].
+
+        The one place the loader computes it (for ``state_dict`` and ``load_state_dict``), so
+        a backend or a test can substitute another implementation of the canonical form.
+
+        Raises:
+            TypeError: the pipeline has no Zephon graph to describe.
+        """
+        return pipeline_fingerprint(self._pipeline)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Load ``state["zephon"]`` before iteration; Zephon restores it at the first ``next()``.
 
+        Checks run in this order, and a rejected state changes nothing
+        [state-load-validates-first]: after the first ``next()`` every call raises
+        ``RuntimeError``, whatever ``state`` is [state-load-after-start]; then the argument
+        [state-load-errors]; then ``b""`` [state-load-empty]; then the envelope's checks
+        (``decode_state``) [state-envelope, state-fingerprint, state-canonical-replicas].
+
         Raises:
-            ValueError: ``state`` is not a Mapping or has no ``"zephon"``; ``b""`` after a
-                non-empty load [state-load-empty]; the bytes fail a check of ``decode_state``
-                (nothing is loaded then) [state-load-errors, state-fingerprint,
-                state-canonical-replicas].
-            TypeError: ``state["zephon"]`` is not bytes [state-load-errors].
             RuntimeError: iteration already started [state-load-after-start].
+            ValueError: ``state`` is not a Mapping or has no ``"zephon"`` [state-load-errors];
+                ``b""`` after a non-empty load [state-load-empty]; the bytes fail a check,
+                the message starting with its name: ``bad magic``, ``unsupported version``,
+                ``truncated``, ``checksum mismatch``, ``malformed body``, ``fingerprint
+                mismatch`` or ``canonical_replicas changed`` [state-load-validates-first].
+            TypeError: ``state["zephon"]`` is not bytes [state-load-errors]; the pipeline has
+                no Zephon graph to fingerprint.
         """
         if self._started:
             raise RuntimeError("load_state_dict() must be called before iteration starts; this loader already started")
@@ -443,7 +502,7 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         topology = pipeline_topology(self._pipeline)
         decoded = decode_state(
             data,
-            expected_fingerprint=pipeline_fingerprint(self._pipeline),
+            expected_fingerprint=self._fingerprint(),
             expected_canonical_replicas=topology["canonical_replicas"],
         )
         # [state-load-twice] The last successful load wins.

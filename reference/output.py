@@ -155,11 +155,13 @@ def convert_batch_output(batch: TrainingBatch, output_format: str) -> TrainingBa
         seq_lens.append(lengths)
         seq_lens_padded.append(lengths[:-1] + [lengths[-1] + trailing_zeros])
     width = max(len(lengths) for lengths in seq_lens)
+    # [tb-device] on the device of the ids; [tb-no-aliasing] two separate tensors.
     batch["seq_lens"] = torch.tensor(
-        [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens], dtype=torch.int64
+        [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens], dtype=torch.int64, device=ids.device
     )
     batch["seq_lens_padded"] = torch.tensor(
-        [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens_padded], dtype=torch.int64
+        [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens_padded], dtype=torch.int64,
+        device=ids.device,
     )
     batch["qkv_format"] = "thd"
     return batch

@@ -112,7 +112,7 @@ def get_seqlens_in_batch(attention_mask: torch.Tensor) -> torch.Tensor:
             count = int((row == document_id).sum())
             if count > 0:
                 lengths.append(count)
-    return torch.tensor(lengths, dtype=attention_mask.dtype)
+    return torch.tensor(lengths, dtype=attention_mask.dtype, device=attention_mask.device)
 
 
 def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -127,14 +127,17 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     Returns:
         ``(indices, cu_seqlens, max_seqlen)``: int64 ``[tokens]`` positions of the nonzero
         entries of ``attention_mask.flatten()``; int32 ``[sequences + 1]`` cumulative
-        lengths starting at 0; the longest sequence as a Python ``int``.
+        lengths starting at 0; the longest sequence as a Python ``int``. Both tensors are new
+        (no storage shared with each other or the mask) and on the mask's device
+        [tb-device, tb-no-aliasing].
 
     Raises:
         ValueError: the mask is not 2-D, or holds no valid token.
 
     Precondition, not checked (upstream does not either) [unpad-precondition]: ids are
-    >= 0 and each id of a row is one contiguous run, ids increasing in stream order;
-    otherwise ``cu_seqlens`` does not describe the order of ``indices``.
+    >= 0 and, along each row with its zeros removed, non-decreasing: each id's tokens are one
+    run once zeros are removed (``[1, 0, 1, 2]`` is fine), ids increasing in stream order
+    (gaps allowed); otherwise ``cu_seqlens`` does not describe the order of ``indices``.
     """
     _check_mask(attention_mask)
 
@@ -142,19 +145,21 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     is_binary = attention_mask.dtype == torch.bool or int(attention_mask.max()) <= 1
     if is_binary:
         row_lengths = [int(row.bool().sum()) for row in attention_mask]
-        lengths = torch.tensor([n for n in row_lengths if n > 0], dtype=torch.int64)
+        lengths = torch.tensor([n for n in row_lengths if n > 0], dtype=torch.int64, device=attention_mask.device)
     else:
         lengths = get_seqlens_in_batch(attention_mask)
 
     # 2. Flat positions of the valid tokens in the [batch * sequence] stream.
     flat = attention_mask.flatten()
-    indices = torch.tensor([i for i in range(flat.numel()) if bool(flat[i])], dtype=torch.int64)
+    indices = torch.tensor(
+        [i for i in range(flat.numel()) if bool(flat[i])], dtype=torch.int64, device=attention_mask.device
+    )
 
     # 3. Cumulative lengths, starting at 0.
     cumulative = [0]
     for length in lengths.tolist():
         cumulative.append(cumulative[-1] + int(length))
-    cu_seqlens = torch.tensor(cumulative, dtype=torch.int32)
+    cu_seqlens = torch.tensor(cumulative, dtype=torch.int32, device=attention_mask.device)
 
     max_seqlen = max(int(length) for length in lengths.tolist())
     return indices, cu_seqlens, max_seqlen
@@ -175,6 +180,8 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> PackedSequen
         token holds only ``0`` at column 0. The width is the largest id + 1, not the number
         of ids, so gapped ids leave trailing -1.
         ``max_seqlen``: Python ``int``, the longest sequence over all rows.
+        A plain ``dict`` (``PackedSequenceMetadata`` is a ``TypedDict``), read by key; both
+        tensors are new and on the mask's device [tb-device, tb-no-aliasing].
 
     Raises:
         ValueError: the mask is not 2-D, or the whole batch holds no valid token
@@ -184,7 +191,8 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> PackedSequen
     batch_size, sequence_length = attention_mask.shape
 
     # 1. Row-local gather indices, -1 where the token is not gathered.
-    packed_token_indices = torch.full((batch_size, sequence_length), -1, dtype=torch.int64)
+    device = attention_mask.device  # [tb-device] outputs live where the mask lives
+    packed_token_indices = torch.full((batch_size, sequence_length), -1, dtype=torch.int64, device=device)
     for b in range(batch_size):
         for i in range(sequence_length):
             if bool(attention_mask[b, i]):
@@ -192,7 +200,7 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> PackedSequen
 
     # 2. Per-row cumulative lengths, -1 in unused slots.
     max_documents = max(1, int(attention_mask.max()))
-    cu_seqlens = torch.full((batch_size, max_documents + 1), -1, dtype=torch.int32)
+    cu_seqlens = torch.full((batch_size, max_documents + 1), -1, dtype=torch.int32, device=device)
     max_seqlen = 0
     for b in range(batch_size):
         row = attention_mask[b : b + 1]

@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 MIN_CASES = 150
 
 # MUST clauses that no golden case can express, each with the reason. The ZephonDataLoader
-# clauses (§8), the real-data scenario (§9) and the single-process checkpoint state (§11) are
-# golden cases of golden/cases/loader.py and golden/cases/state.py; the multi-rank clauses (§12)
+# clauses, the real-data scenario and the single-process checkpoint state (SPEC.md sections 9, 12, 10) are
+# golden cases of golden/cases/loader.py and golden/cases/state.py; the multi-rank clauses (section 11)
 # need several rank processes and a launcher, which a stored case cannot provide.
 MULTIRANK_REASON = "needs real rank processes; conformance/test_multirank.py runs it under mpiexec and torch.distributed"
 EXEMPT_CLAUSES: dict[str, str] = {
@@ -34,6 +34,11 @@ EXEMPT_CLAUSES: dict[str, str] = {
     "state-elastic-resume": MULTIRANK_REASON,
     "state-multirank-resume": MULTIRANK_REASON,
     "state-tp-peers": MULTIRANK_REASON,
+    # Properties of live objects that a stored case (values, dtypes, shapes) cannot hold:
+    "tb-device": "device placement of live tensors; conformance tests check it on the inputs' device",
+    "tb-no-aliasing": "storage sharing between live tensors; conformance tests compare storages",
+    "collaters-no-mutation": "mutation of the caller's live objects; conformance/test_collaters_no_mutation.py "
+                             "snapshots them around each call",
 }
 
 
@@ -173,3 +178,63 @@ def test_spec_blocks_that_disagree_with_the_goldens_fail(tmp_path):
     spec.write_text(text.replace(rendered, "int64 `[[12,13,21,22,31,32,-100,-99],", 1), encoding="utf-8")
     problems = goldens.check(spec_path=spec)
     assert any("golden example blocks differ" in p for p in problems), problems
+
+
+def _thd_loader_case_with_ragged_rows() -> goldens.Case:
+    """test_loader_thd_stream as it once was: rows of two lengths in one SampleBatch, so the
+    reference raised on the first batch and THD output never flowed through the loader."""
+    stream = next(c for c in goldens.all_cases() if c.name == "test_loader_thd_stream")
+    first = stream.inputs["batches"][0]
+    ragged = [first[0], {**first[1], "tokens": first[1]["tokens"][:-1], "positions": first[1]["positions"][:-1]}]
+    return dataclasses.replace(stream, inputs={"batches": [ragged, *stream.inputs["batches"][1:]]})
+
+
+def test_a_generated_case_whose_reference_run_raises_is_refused(tmp_path):
+    """A generated scripted case that records an error it did not declare (expects_error) is
+    refused with a GoldenError naming the case, and nothing is written."""
+    case = _thd_loader_case_with_ragged_rows()
+    assert case.kind == "generated" and not case.expects_error
+    root = tmp_path / "golden"
+    with pytest.raises(GoldenError, match=r"generated case .*test_loader_thd_stream.*raised .*ValueError"):
+        goldens.regenerate(root, [case])
+    assert not root.exists()
+    declared = dataclasses.replace(case, expects_error=True)
+    files = goldens.build_files(declared, "1.0")
+    record = json.loads(files["data/test_loader_thd_stream/record.json"])
+    assert record["expected"]["outcomes"][0] == {"raised": "ValueError", "same_exception": False}
+    stream = next(c for c in goldens.all_cases() if c.name == "test_loader_thd_stream")
+    with pytest.raises(GoldenError, match=r"test_loader_thd_stream.*declares expects_error=True, but"):
+        goldens.build_files(dataclasses.replace(stream, expects_error=True), "1.0")
+
+
+def test_the_thd_stream_case_sends_thd_batches_through_the_loader():
+    case = next(c for c in load_all() if c.name == "test_loader_thd_stream")
+    outcomes = case.expected["outcomes"]
+    assert [o if isinstance(o, str) else o.get("qkv_format") for o in outcomes] == ["thd", "thd", "StopIteration"]
+
+
+def test_no_golden_record_pins_an_error_message():
+    """Errors are stored as a type and facts (canon ``error``) or as a type and whether it is the
+    injected exception (scripted outcomes); never as message text (SPEC 1.0)."""
+    def messages(value, path):
+        if isinstance(value, dict):
+            if "raised" in value:
+                assert set(value) <= {"raised", "same_exception", "check", "names"}, f"{path}: {value}"
+            for key, item in value.items():
+                messages(item, f"{path}.{key}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                messages(item, f"{path}[{i}]")
+
+    for case in load_all():
+        messages(case.record["expected"], case.name)
+        if case.record["error"] is not None:
+            assert set(case.record["error"]) == {"type", "facts"}, case.name
+
+
+def test_the_index_records_the_spec_version():
+    from conformance.spec import spec_version
+
+    index = json.loads((goldens.ROOT / "index.json").read_text())
+    assert index["spec_version"] == spec_version()
+    assert not hasattr(goldens, "spec_version") or goldens.spec_version is spec_version

@@ -1,5 +1,5 @@
 """Differential test: the reference's ``Datum``/``collate_datums`` and canonical collaters
-against upstream nemo-automodel 0.7.0 (SPEC.md §10).
+against upstream nemo-automodel 0.7.0 (SPEC.md section 8, "`Datum` and the canonical collaters").
 
 Both implementations get deep copies of the same drawn inputs. Where upstream returns, the
 reference must return the same keys in the same order, and every tensor must have the same
@@ -297,7 +297,7 @@ def test_collate_datums_edge_cases_match_upstream(packed: bool, datums: list, ig
 
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
 def test_collate_datums_worked_examples_match_upstream(packed: bool) -> None:
-    """SPEC.md §10 worked examples I (padded) and J (packed)."""
+    """SPEC.md worked examples I (padded) and J (packed)."""
     datums = [
         ([10, 11, 12], {"target_tokens": [11, 12, 13], "weights": [1, 1, 0], "logprobs": [-0.5, -1, -2], "advantages": [0.5]}),
         ([20, 21], {"target_tokens": [21, 22], "weights": [0, 1], "logprobs": [-0.25, -0.75], "advantages": [-1.5]}),

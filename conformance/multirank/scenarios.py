@@ -10,7 +10,7 @@ Each rank builds its own Zephon pipeline with its coordination identity (``world
 ``global_rank``) and data identity (``dp_degree``, ``dp_group_id = rank // tp``), over one of
 two data sources:
 
-- ``data="f18"``: field-reports.md F18's N one-token rows ``{"input_ids": [100 + i]}``,
+- ``data="f18"``: field report F18's (docs/sources.md#f18) N one-token rows ``{"input_ids": [100 + i]}``,
   ``chunk_size=1``, ``"redistribute"``, ``batch(1)``, inline runner without prefetch;
   ``convert_batch`` returns each batch's row indices, so F18's literal lists apply.
 - ``data="corpus"``: the first ``docs`` documents of the real corpus (``golden/corpus``),

@@ -1,4 +1,4 @@
-"""Golden cases for SPEC.md §1: contract types and ``require_supported_packing_contract``,
+"""Golden cases for SPEC.md's "Contract types": contract types and ``require_supported_packing_contract``,
 and the minimal structural contract accepted by ``convert_text_batch``. Hand-written."""
 
 from __future__ import annotations
@@ -64,3 +64,10 @@ def case_minimal_contract_in_convert():
         options={"contract": {"minimal": True, "packed_mask_type": "document_ids",
                               "return_packed_sequence_metadata": True}},
         expected={"attention_mask": long([[1, 1, 2]]), "max_seqlen": 2})
+
+
+def case_bool_length():
+    return _validate("rejects_length_bool", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False,
+                                             "max_sequence_length": True},
+                     error=("TypeError", ("max_sequence_length",)), clauses=("contract-validation",),
+                     description="max_sequence_length=True: a bool is not an int here")

@@ -1,12 +1,14 @@
-"""Golden cases for SPEC.md §3-§4 and §7: ``convert_text_batch`` (worked examples A-G, bad
-inputs, the unpacked route). Every ``expected`` is a hand-written literal from SPEC.md's
-worked examples (automodel-contract.md §5), copied from conformance/test_convert_text_batch.py.
+"""Golden cases for SPEC.md's "``TrainingBatch`` fields", "``convert_text_batch``" and "Output
+formats": ``convert_text_batch`` (worked examples A-G, bad inputs, the unpacked route). Every
+``expected`` is a hand-written literal from SPEC.md's worked examples, copied from
+conformance/test_convert_text_batch.py.
 """
 
 from __future__ import annotations
 
 import torch
 
+from conformance._asserts import Value
 from conformance._examples import block_mask, bools, int32, long
 from conformance._zephon import Row, packed_row
 from conformance.goldens import Case, rows
@@ -218,21 +220,22 @@ def case_output_format_errors():
     return [Case(
         name=f"test_unknown_output_format_{name}", clauses=("types-output-format",),
         description=f"output_format={value!r} is not a format", function="convert_text_batch", inputs=EXAMPLE_ROWS,
-        options={"output_format": value}, error=("ValueError", ("output_format", repr(value))),
+        options={"output_format": value}, error=("ValueError", ("output_format", "batched", "thd", Value(value))),
     ) for name, value in (("bshd", "BSHD"), ("empty", ""), ("none", None), ("capitalized", "Batched"))]
 
 
 GOOD = Row((11, 12, 13, 21, 22, 31, 32, 0, 0), (0, 1, 2, 0, 1, 0, 1, 0, 1), 2)
+# (name, rows, error type, facts: a record index as an int, field names, lengths as ints)
 ERRORS = [
-    ("empty_batch", [], "ValueError", ("record",)),
-    ("one_token_row", [Row((5,), (0,), 0)], "ValueError", ("record 0", "2")),
-    ("ragged_rows", [GOOD, Row((1, 2, 3), (0, 1, 2), 0)], "ValueError", ("length", "9", "3")),
-    ("positions_too_short", [Row((1, 2, 3), (0, 1), 0)], "ValueError", ("record 0", "positions")),
-    ("positions_not_starting_at_0", [Row((1, 2, 3), (1, 2, 3), 0)], "ValueError", ("record 0", "positions")),
-    ("negative_position", [Row((1, 2, 3), (0, -1, 0), 0)], "ValueError", ("record 0", "positions")),
-    ("no_real_token", [GOOD, Row((0,) * 9, tuple(range(9)), 9)], "ValueError", ("record 1", "padding_length")),
-    ("padding_longer_than_row", [Row((1, 2, 3), (0, 1, 2), 4)], "ValueError", ("record 0", "padding_length")),
-    ("negative_padding", [Row((1, 2, 3), (0, 1, 2), -1)], "ValueError", ("record 0", "padding_length")),
+    ("empty_batch", [], "ValueError", ("sample_batch",)),
+    ("one_token_row", [Row((5,), (0,), 0)], "ValueError", (0,)),
+    ("ragged_rows", [GOOD, Row((1, 2, 3), (0, 1, 2), 0)], "ValueError", (9, 3)),
+    ("positions_too_short", [Row((1, 2, 3), (0, 1), 0)], "ValueError", (0, "positions")),
+    ("positions_not_starting_at_0", [Row((1, 2, 3), (1, 2, 3), 0)], "ValueError", (0, "positions")),
+    ("negative_position", [Row((1, 2, 3), (0, -1, 0), 0)], "ValueError", (0, "positions")),
+    ("no_real_token", [GOOD, Row((0,) * 9, tuple(range(9)), 9)], "ValueError", (1, "padding_length")),
+    ("padding_longer_than_row", [Row((1, 2, 3), (0, 1, 2), 4)], "ValueError", (0, "padding_length")),
+    ("negative_padding", [Row((1, 2, 3), (0, 1, 2), -1)], "ValueError", (0, "padding_length")),
 ]
 
 
@@ -247,7 +250,7 @@ def case_missing_token_field():
         name="test_rejects_missing_token_field", clauses=("ctb-token-field", "ctb-input-errors"),
         description="a payload with no token field raises ValueError listing the candidates",
         function="convert_text_batch", inputs=rows({"row": Row((1, 2, 3), (0, 1, 2), 0), "field": "text"}),
-        error=("ValueError", ("input_ids", "tokens")),
+        error=("ValueError", ("input_ids", "tokens", "token_ids", "ids")),
     )
 
 
@@ -256,7 +259,7 @@ def case_float_tokens():
         name="test_rejects_float_tokens", clauses=("ctb-input-errors",),
         description="a float token tensor raises TypeError naming the field", function="convert_text_batch",
         inputs=rows({"row": Row((1, 2, 3), (0, 1, 2), 0), "extra": {"input_ids": torch.tensor([1.5, 2.0, 3.0])}}),
-        error=("TypeError", ("input_ids",)),
+        error=("TypeError", (0, "input_ids")),
     )
 
 
@@ -269,7 +272,7 @@ def case_unpacked_errors():
         ("length_below_2", {"pad_to_length": 1, "pad_token_id": 0}, "ValueError", ("pad_to_length",)),
         ("pad_id_missing", {"pad_to_length": 6}, "ValueError", ("pad_token_id",)),
         ("pad_id_not_int", {"pad_to_length": 6, "pad_token_id": "0"}, "TypeError", ("pad_token_id",)),
-        ("record_too_long", {"pad_to_length": 2, "pad_token_id": 0}, "ValueError", ("record 0", "pad_to_length")),
+        ("record_too_long", {"pad_to_length": 2, "pad_token_id": 0}, "ValueError", (0, 3, 2, "pad_to_length")),
     ]
     return [Case(name=f"test_unpacked_rejects_{n}", clauses=("unpacked-errors",), description=f"unpacked: {n}",
                  function="convert_text_batch", inputs=UNPACKED, options=o, error=(k, w)) for n, o, k, w in bad]
@@ -293,3 +296,60 @@ def case_option_type_errors():
     return [Case(name=f"test_rejects_option_{n}", clauses=("ctb-option-types",),
                  description=f"a mistyped option raises TypeError naming it: {o}", function="convert_text_batch",
                  inputs=EXAMPLE_ROWS, options=o, error=("TypeError", w)) for n, o, w in bad]
+
+
+def case_no_positions_pad_tail():
+    return Case(
+        name="test_record_without_positions_pad_tail_restarts",
+        clauses=("ctb-positions", "ctb-document-ids", "ctb-padding-mask", "ctb-padding-labels"),
+        description="records without positions: 0..L-n-1 over the real tokens, the pad tail restarts at 0 "
+                    "([5,6,7,0,0], n=2 -> position_ids [0,1,2,0])",
+        function="convert_text_batch",
+        inputs=rows(Row((5, 6, 7, 0, 0), None, 2), Row((5, 6, 0, 0, 0), None, 3), Row((1, 2, 3, 4, 5), None, None)),
+        expected={"input_ids": long([[5, 6, 7, 0], [5, 6, 0, 0], [1, 2, 3, 4]]),
+                  "labels": long([[6, 7, -100, -100], [6, -100, -100, -100], [2, 3, 4, 5]]),
+                  "position_ids": long([[0, 1, 2, 0], [0, 1, 0, 1], [0, 1, 2, 3]]),
+                  "padding_mask": bools([[F, F, F, T], [F, F, T, T], [F] * 4]),
+                  "document_ids": long([[1, 1, 1, 0], [1, 1, 0, 0], [1] * 4])},
+        keys=BATCHED_KEYS,
+    )
+
+
+def case_unpacked_no_positions_with_padding():
+    return Case(
+        name="test_unpacked_record_without_positions_extends_its_pad_tail",
+        clauses=("unpacked-padding", "ctb-positions"),
+        description="[5,6,7,0] without positions, n=1 (pad tail [0]), padded to 6: the appended pads continue "
+                    "the tail (1, 2), as the pre-padded record [5,6,7,0,0,0], n=3, numbers it",
+        function="convert_text_batch", inputs=rows(Row((5, 6, 7, 0), None, 1)),
+        options={"pad_to_length": 6, "pad_token_id": 0},
+        expected={"input_ids": long([[5, 6, 7, 0, 0]]), "labels": long([[6, 7, -100, -100, -100]]),
+                  "position_ids": long([[0, 1, 2, 0, 1]]), "padding_mask": bools([[F, F, F, T, T]]),
+                  "document_ids": long([[1, 1, 1, 0, 0]])},
+        keys=BATCHED_KEYS,
+    )
+
+
+def case_xdoc_bound_in_convert():
+    def contract(bound):
+        return {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False,
+                "max_sequence_length": bound}
+
+    pad_tail = {"position_ids": long([[0, 1, 0, 1, 2, 3, 4]]), "document_ids": long([[1, 1, 0, 0, 0, 0, 0]]),
+                "attention_document_ids": long([[1, 1, 0, 0, 0, 0, 0]])}
+    return [
+        Case(name="test_xdoc_bound_skips_the_pad_tail", clauses=("xdoc-contract", "ctb-xdoc"),
+             description="[7,8] + 6 pads, xdoc, max_sequence_length 2: the translated positions are [0,1]; the pad "
+                         "tail's positions (up to 4) are not bounded",
+             function="convert_text_batch", inputs=rows(packed_row([[7, 8]], padding=6)),
+             options={"xdoc": True, "contract": contract(2)}, expected=pad_tail),
+        Case(name="test_xdoc_bound_skips_the_pad_tail_without_positions", clauses=("xdoc-contract", "ctb-positions"),
+             description="the same record without positions, max_sequence_length 4",
+             function="convert_text_batch", inputs=rows(Row((7, 8, 0, 0, 0, 0, 0, 0), None, 6)),
+             options={"xdoc": True, "contract": contract(4)}, expected=pad_tail),
+        Case(name="test_xdoc_bound_reached_by_a_real_token", clauses=("xdoc-contract", "ctb-xdoc"),
+             description="subdocuments [1,2,3] and [4,5,6] (positions 0,1,5) + 1 pad: translated input positions "
+                         "[0,1,2,3,4,8]; max_sequence_length 6 raises naming it, 6 and 8",
+             function="convert_text_batch", inputs=rows(Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1)),
+             options={"xdoc": True, "contract": contract(6)}, error=("ValueError", ("max_sequence_length", 6, 8))),
+    ]

@@ -1,4 +1,5 @@
-"""Golden cases for SPEC.md §2: ``build_packed_sequence_metadata`` and ``get_unpad_data``.
+"""Golden cases for SPEC.md's "Packed metadata": ``build_packed_sequence_metadata`` and
+``get_unpad_data``.
 
 Canon values are upstream nemo-automodel 0.7.0's, written by hand (Examples F, G, K and the
 field reports F11-F13); generated cases are seeded random id masks whose expected values come
@@ -11,10 +12,11 @@ import random
 
 import torch
 
+from conformance._asserts import Shape
 from conformance._examples import bools, int32, long
 from conformance.goldens import Case
 
-META = ("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")
+META = ("meta-indices", "meta-cu-seqlens", "meta-max-seqlen", "meta-return")
 UNPAD = ("unpad-binary", "unpad-indexed", "unpad-outputs")
 
 
@@ -110,25 +112,29 @@ def case_unpad_canon():
     ]
 
 
+# (name, mask, what is wrong, facts): each raises ValueError naming attention_mask, and the
+# shape given when the mask is not 2-D.
 BAD_MASKS = [
-    ("1d", long([1, 1, 0]), "attention_mask must have shape [batch, sequence]"),
-    ("3d", long([[[1, 1]]]), "attention_mask must have shape [batch, sequence]"),
-    ("all_zero", long([[0, 0], [0, 0]]), "attention_mask must contain at least one valid token"),
-    ("empty", torch.zeros((0, 4), dtype=torch.int64), "attention_mask must contain at least one valid token"),
-    ("all_false", torch.zeros((2, 3), dtype=torch.bool), "attention_mask must contain at least one valid token"),
+    ("1d", long([1, 1, 0]), "a mask that is not 2-D", ("attention_mask", Shape(3))),
+    ("3d", long([[[1, 1]]]), "a mask that is not 2-D", ("attention_mask", Shape(1, 1, 2))),
+    ("all_zero", long([[0, 0], [0, 0]]), "a mask without a valid token", ("attention_mask",)),
+    ("empty", torch.zeros((0, 4), dtype=torch.int64), "a mask without a valid token", ("attention_mask",)),
+    ("all_false", torch.zeros((2, 3), dtype=torch.bool), "a mask without a valid token", ("attention_mask",)),
 ]
 
 
 def case_meta_errors():
-    return [Case(name=f"test_meta_rejects_{n}", clauses=("meta-errors",), description=f"upstream's ValueError: {m}",
-                 function="build_packed_sequence_metadata", inputs={"mask": mask}, error=("ValueError", (m,)))
-            for n, mask, m in BAD_MASKS]
+    return [Case(name=f"test_meta_rejects_{n}", clauses=("meta-errors",),
+                 description=f"upstream's ValueError for {what}, naming attention_mask",
+                 function="build_packed_sequence_metadata", inputs={"mask": mask}, error=("ValueError", facts))
+            for n, mask, what, facts in BAD_MASKS]
 
 
 def case_unpad_errors():
-    return [Case(name=f"test_unpad_rejects_{n}", clauses=("unpad-errors",), description=f"upstream's ValueError: {m}",
-                 function="get_unpad_data", inputs={"mask": mask}, error=("ValueError", (m,)))
-            for n, mask, m in BAD_MASKS]
+    return [Case(name=f"test_unpad_rejects_{n}", clauses=("unpad-errors",),
+                 description=f"upstream's ValueError for {what}, naming attention_mask",
+                 function="get_unpad_data", inputs={"mask": mask}, error=("ValueError", facts))
+            for n, mask, what, facts in BAD_MASKS]
 
 
 def _random_ids(rng: random.Random, rows: int, width: int) -> torch.Tensor:

@@ -1,8 +1,8 @@
-"""Golden cases for SPEC.md §11 (``ZephonDataLoader`` checkpoint state, single process).
+"""Golden cases for SPEC.md's "``ZephonDataLoader`` checkpoint state (single process)".
 
 Each case plays a script against ``ZephonDataLoader``s over real in-memory Zephon pipelines
-(field-reports.md F16/F17: ``n`` one-token rows, ``chunk_size``, ``exhausted_policy``,
-``batch``, inline runner; ``convert_batch`` returns each batch's row indices). The actions
+(field reports F16/F17, docs/sources.md#loader-state-setup: ``n`` one-token rows,
+``chunk_size``, ``exhausted_policy``, ``batch``, inline runner; ``convert_batch`` returns each batch's row indices). The actions
 and what each records are described in ``conformance/_state_script.py``: ``new:P``,
 ``next``, ``rest``, ``iter``, ``close``, ``state``, ``save:S``, ``same:S``, ``load:S``,
 ``load:S:<corruption>``, ``load_arg:<bad argument>``, ``calls``, ``restores``.
@@ -10,11 +10,16 @@ and what each records are described in ``conformance/_state_script.py``: ``new:P
 Canon cases hand-write every outcome: row-index lists (the uninterrupted run is part of the
 case wherever Zephon's order is not the obvious one), ``None``/``True``, and errors as
 ``{"raised", "check", "names"}``. The ``envelope_*`` cases are generated: the reference gives
-the envelope views (header, digest, canonical JSON, topology, Zephon's checkpoint dict, and
-the body's sha256 with the fingerprint replaced by a label).
+the envelope views (header, digest, canonical JSON, the fingerprint's hex digest, topology,
+Zephon's checkpoint dict, and the sha256 of the whole envelope), so fingerprints are compared
+byte for byte ([state-fingerprint-canonical] pins them). ``fingerprint_of_a_fixed_pipeline``
+hand-writes one pipeline's description and its digest.
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
 
 from conformance.goldens import Case
 
@@ -95,6 +100,15 @@ def case_load_twice():
          ("new:A", None), ("load:S7", None), ("load:S2", None), ("same:S2", True), ("rest", rows(*range(2, 10)))])
 
 
+def case_iterator_and_distributed_checkpointing():
+    return _canon(
+        "loader_is_an_iterator_with_distributed_checkpointing", ("loader-iterator", "loader-distributed-checkpointing"),
+        "a ZephonDataLoader is a collections.abc.Iterator, and use_distributed_checkpointing is the bool True on "
+        "its class and on the instance, before and after iteration starts", {"A": A},
+        [("new:A", None), ("iterator", True), ("distributed", {"class": True, "instance": True}), *nexts(0),
+         ("iterator", True), ("distributed", {"class": True, "instance": True})])
+
+
 def case_load_after_start():
     return _canon(
         "load_after_start_is_a_runtime_error", ("state-load-after-start",),
@@ -113,6 +127,21 @@ def case_iter_then_load():
         {"A": A},
         [*save_after("A", 5), ("new:A", None), ("iter", True), ("calls", ZERO_CALLS), ("load:S", None),
          ("iter", True), ("rest", rows(5, 6, 7, 8, 9))])
+
+
+def case_load_after_start_comes_first():
+    return _canon(
+        "load_after_start_comes_before_every_other_check", ("state-load-after-start", "state-load-errors",
+                                                             "state-load-validates-first"),
+        "after the first next(), load_state_dict raises RuntimeError whatever it is given: a bad argument "
+        "(which would be a ValueError or TypeError before the start), bytes failing an envelope check, b''; the "
+        "stream goes on", {"A": A},
+        [*save_after("A", 5), ("new:A", None), *nexts(0),
+         *[(f"load_arg:{name}", raised("RuntimeError")) for name in ("none", "missing_key", "list_of_pairs",
+                                                                     "str_value", "bytearray_value", "empty")],
+         *[(f"load:S:{how}", raised("RuntimeError")) for how in ("foreign", "version_0", "drop_last_byte",
+                                                                 "flip_body_byte", "body_not_json")],
+         ("load:S", raised("RuntimeError")), ("rest", rows(*range(1, 10)))])
 
 
 # --- load errors, empty states ----------------------------------------------------------
@@ -189,17 +218,22 @@ def case_endless_streams():
 def case_tampered_envelopes():
     tampered = [
         ("drop_last_byte", "truncated"), ("cut_header", "truncated"), ("extra_byte", "truncated"),
-        ("bad_magic", "bad magic"), ("version_2+resign", "unsupported version"),
+        ("bad_magic", "bad magic"), ("foreign", "bad magic"), ("short_foreign", "bad magic"),
+        ("magic_only", "unsupported version"), ("version_2+resign", "unsupported version"),
+        ("version_0+resign", "unsupported version"), ("version_0", "unsupported version"),
         ("flip_body_byte", "checksum mismatch"), ("flip_digest_byte", "checksum mismatch"),
         ("body_not_json", "malformed body"), ("body_not_object", "malformed body"),
         ("body_without_state", "malformed body"), ("topology_replicas_as_string", "malformed body"),
+        ("body_extra_key", "malformed body"), ("topology_extra_key", "malformed body"),
+        ("topology_world_size_0", "malformed body"),
     ]
     return _canon(
         "tampered_envelopes_are_rejected_by_check", ("state-load-validates-first", "state-envelope"),
-        "the state saved after 5 batches, tampered with (bytes dropped, added, flipped; another magic or version "
-        "with a correct digest; a body with a correct digest that is not JSON, not an object, has no 'state', or "
-        "a string canonical_replicas): each raises ValueError starting with its check; the loader is unchanged "
-        "and the untampered state still loads and resumes", {"A": A},
+        "the state saved after 5 batches, tampered with (bytes dropped, added, flipped; another magic; foreign "
+        "bytes, also fewer than 8; the magic alone; version 2 or 0, with a correct digest too; a body with a "
+        "correct digest that is not JSON, not an object, has no 'state' or an extra key, a string "
+        "canonical_replicas, an extra topology key, world_size 0): each raises ValueError starting with its "
+        "check; the loader is unchanged and the untampered state still loads and resumes", {"A": A},
         [*save_after("A", 5), ("new:A", None),
          *[(f"load:S:{how}", raised("ValueError", check)) for how, check in tampered],
          ("state", ""), ("calls", ZERO_CALLS), ("restores", 0), ("load:S", None), ("same:S", True),
@@ -209,14 +243,17 @@ def case_tampered_envelopes():
 def case_check_order():
     return _canon(
         "checks_run_in_order", ("state-load-validates-first", "state-fingerprint", "state-canonical-replicas"),
-        "bytes failing several checks raise the first in the order truncated, bad magic, unsupported version, "
+        "bytes failing several checks raise the first in the order bad magic, unsupported version, truncated, "
         "checksum mismatch, malformed body, fingerprint mismatch, canonical_replicas changed (A's state loaded into B3, "
-        "a batch(2) pipeline with canonical_replicas=3, fails both of the last two)",
+        "a batch(2) pipeline with canonical_replicas=3, fails both of the last two; foreign bytes whose 'length' "
+        "disagrees are a bad magic, not truncated)",
         {"A": A, "B3": {**A, "batch_size": 2, "canonical_replicas": 3}},
         [*save_after("A", 5), ("new:B3", None),
-         ("load:S:bad_magic+drop_last_byte", raised("ValueError", "truncated")),
-         ("load:S:version_2+bad_magic", raised("ValueError", "bad magic")),
-         ("load:S:version_2", raised("ValueError", "unsupported version")),
+         ("load:S:version_2+bad_magic+drop_last_byte", raised("ValueError", "bad magic")),
+         ("load:S:foreign", raised("ValueError", "bad magic")),
+         ("load:S:version_2+drop_last_byte", raised("ValueError", "unsupported version")),
+         ("load:S:version_0+extra_byte", raised("ValueError", "unsupported version")),
+         ("load:S:flip_body_byte+drop_last_byte", raised("ValueError", "truncated")),
          ("load:S:body_not_json+flip_digest_byte", raised("ValueError", "checksum mismatch")),
          ("load:S:topology_replicas_as_string", raised("ValueError", "malformed body")),
          ("load:S", raised("ValueError", "fingerprint mismatch", ["fp0", "fp1"])),
@@ -297,3 +334,38 @@ def case_envelope_endless():
         "generated: envelopes of the endless shuffled F16 stream after one pass and after one and a half passes",
         {"R": {**REPEAT, "shuffle": True}},
         ["new:R", "next", "next", "next", "next", "state", "next", "next", "state"])
+
+
+# --- the canonical fingerprint ----------------------------------------------------------
+
+# F16/F17's rows 0..11 packed by pack_flat(8, "first_fit", num_bins=4, pad_token_id=0), batch(2).
+FIXED = {"n": 12, "chunk_size": 4, "policy": "redistribute", "pack": [8, "first_fit"], "batch_size": 2}
+FIXED_DESCRIPTION = {
+    "batchspec_fingerprint": 1,
+    "stages": [
+        {"op": "pack_flat", "max_length": 8, "algorithm": "first_fit", "num_bins": 4, "pad_token_id": 0},
+        {"op": "batch", "batch_size": 2, "drop_last": True},
+    ],
+}
+FIXED_CANONICAL_JSON = (
+    '{"batchspec_fingerprint":1,"stages":[{"algorithm":"first_fit","max_length":8,"num_bins":4,"op":"pack_flat",'
+    '"pad_token_id":0},{"batch_size":2,"drop_last":true,"op":"batch"}]}'
+)
+FIXED_FINGERPRINT = "c6f16f29bd86ea0407a6c2464e66eaf7428713d1df8e5b6e4b654988b123ec13"
+
+
+def case_fingerprint_of_a_fixed_pipeline():
+    # The three literals agree: the description's canonical JSON, and its sha256.
+    assert json.dumps(FIXED_DESCRIPTION, sort_keys=True, separators=(",", ":"), ensure_ascii=True) == FIXED_CANONICAL_JSON
+    assert hashlib.sha256(FIXED_CANONICAL_JSON.encode("ascii")).hexdigest() == FIXED_FINGERPRINT
+    script = ["new:P", "next", "state"]
+    return Case(
+        name="test_state_fingerprint_of_a_fixed_pipeline",
+        clauses=("state-fingerprint-canonical", "state-fingerprint", "state-envelope"),
+        description="the envelope of a pipeline of one-token rows, pack_flat(8, algorithm='first_fit', num_bins=4, "
+                    "pad_token_id=0), batch(2) (inline runner, no prefetch) holds the fingerprint sha256("
+                    f"{FIXED_CANONICAL_JSON}) = {FIXED_FINGERPRINT}: the fetch stage of the work source and "
+                    "Zephon's own ReplayFilter are left out, batch_size is Zephon's microbatch_size",
+        function="ZephonDataLoader.state", inputs={"pipelines": {"P": FIXED}}, options={"script": script},
+        expected={"outcomes": {"2 state": {"magic": "BSZSTATE", "version": 1, "fingerprint": FIXED_FINGERPRINT,
+                                           "topology": {"canonical_replicas": 1, "dp_degree": 1, "world_size": 1}}}})

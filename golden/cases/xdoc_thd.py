@@ -1,4 +1,5 @@
-"""Golden cases for SPEC.md §5-§7 on tensor mappings: ``adapt_model_inputs``,
+"""Golden cases for SPEC.md's "``adapt_model_inputs``", "``enable_xdoc_attention``" and
+"Output formats" on tensor mappings: ``adapt_model_inputs``,
 ``enable_xdoc_attention`` (text and mRoPE) and ``convert_batch_output`` (batched / THD).
 Canon literals are written by hand from the clauses; generated cases are seeded random
 mappings whose expected values come from the reference.
@@ -10,6 +11,7 @@ import random
 
 import torch
 
+from conformance._asserts import Shape, Value
 from conformance._examples import bools, long
 from conformance.goldens import Case
 
@@ -35,7 +37,7 @@ def case_adapt():
         ("1d_document_ids", {"batch": {"document_ids": IDS[0]}}, "ValueError", ("document_ids",)),
         ("eligibility_not_bool", {"batch": base, "attention_eligibility": IDS}, "TypeError", ("attention_eligibility",)),
         ("eligibility_shape", {"batch": base, "attention_eligibility": bools([[T] * 8])}, "ValueError",
-         ("(2, 8)", "(1, 8)")),
+         ("attention_eligibility", Shape(2, 8), Shape(1, 8))),
     ]
     return [
         Case(name="test_adapt_without_eligibility", clauses=("adapt-attention-ids", "adapt-no-mutation"),
@@ -64,8 +66,9 @@ def case_xdoc_text():
               description="both mask types give the same output"),
         _xdoc("bound_not_reached", batch, expected, clauses=("xdoc-contract",), contract={"max_sequence_length": 8},
               description="max_sequence_length 8: largest translated position 7 is allowed"),
-        _xdoc("bound_reached", batch, error=("ValueError", ("7", "max_sequence_length")), clauses=("xdoc-contract",),
-              contract={"max_sequence_length": 7}, description="max_sequence_length 7: position 7 raises"),
+        _xdoc("bound_reached", batch, error=("ValueError", (7, "max_sequence_length")), clauses=("xdoc-contract",),
+              contract={"max_sequence_length": 7},
+              description="max_sequence_length 7: position 7 (the only one >= 7) raises, naming both values (7, 7)"),
         _xdoc("exclusion_stays_excluded", {**batch, "attention_document_ids": excluded},
               {"attention_document_ids": long([[1, 1, 0, 1, 1, 1, 1, 0], [1] * 8]),
                "position_ids": expected["position_ids"]},
@@ -98,10 +101,10 @@ def case_xdoc_errors():
 def case_output_formats():
     ids = {"document_ids": IDS, "attention_document_ids": IDS}
     bad = [
-        ("no_positive_id", [[0, 0, 0]], "row 0"),
-        ("interior_zero", [[1, 0, 1]], "row 0"),
-        ("id_reappears", [[1, 1, 2, 1]], "row 0"),
-        ("second_row", [[1, 1, 1, 1], [1, 2, 0, 2]], "row 1"),
+        ("no_positive_id", [[0, 0, 0]], 0),
+        ("interior_zero", [[1, 0, 1]], 0),
+        ("id_reappears", [[1, 1, 2, 1]], 0),
+        ("second_row", [[1, 1, 1, 1], [1, 2, 0, 2]], 1),
     ]
     return [
         Case(name="test_output_batched_unchanged", clauses=("batched-unchanged",),
@@ -115,7 +118,8 @@ def case_output_formats():
                                                   "seq_lens_padded", "qkv_format")),
         Case(name="test_output_unknown_format", clauses=("types-output-format", "thd-errors"),
              description="an unknown format raises ValueError", function="convert_batch_output", inputs={"batch": ids},
-             options={"output_format": "bshd"}, error=("ValueError", ("output_format", "'bshd'"))),
+             options={"output_format": "bshd"},
+             error=("ValueError", ("output_format", "batched", "thd", Value("bshd")))),
     ] + [Case(name=f"test_output_thd_rejects_{n}", clauses=("thd-errors",), description=f"THD: {n}",
               function="convert_batch_output", inputs={"batch": {"document_ids": long(i), "attention_document_ids": long(i)}},
               options={"output_format": "thd"}, error=("ValueError", (r,))) for n, i, r in bad]
@@ -161,3 +165,18 @@ def case_generated_mrope_and_thd():
                                                                              "attention_document_ids": ids}},
                           options={"output_format": "thd"}))
     return cases
+
+
+def case_xdoc_bound_translated_only():
+    # Subdocument 1 at [0, 1], subdocument 2 at [0, 6] (a jump), a pad slot at 9: translated [0, 1, 2, 8, 9].
+    batch = {"position_ids": long([[0, 1, 0, 6, 9]]), "document_ids": long([[1, 1, 2, 2, 0]]),
+             "attention_document_ids": long([[1, 1, 2, 2, 0]])}
+    return [
+        _xdoc("bound_skips_padding", batch, {"position_ids": long([[0, 1, 2, 8, 9]]),
+                                             "attention_document_ids": long([[1, 1, 1, 1, 0]])},
+              clauses=("xdoc-contract", "xdoc-positions"), contract={"max_sequence_length": 9},
+              description="max_sequence_length 9: the pad slot's position 9 (document id 0) is not bounded"),
+        _xdoc("bound_names_the_translated_position", batch, error=("ValueError", ("max_sequence_length", 5, 8)),
+              clauses=("xdoc-contract",), contract={"max_sequence_length": 5},
+              description="max_sequence_length 5: the one translated position past it (8) raises, naming both"),
+    ]

@@ -1,0 +1,65 @@
+"""SPEC.md's own structure: version, clause ids, Conformance profiles, standalone sources."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from _suite import ROOT
+
+from conformance.backends import CAPABILITIES
+from conformance.spec import major, spec_clauses, spec_profiles, spec_version
+
+SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
+
+
+def test_spec_is_version_1_and_has_the_sections_a_standard_needs():
+    assert spec_version() == "1.0" and major(spec_version()) == 1
+    for heading in ("## How to read this document", "## Terms", "## Conformance",
+                    "## Versioning and compatibility", "## Decisions", "## Changelog"):
+        assert f"\n{heading}\n" in SPEC, f"SPEC.md lacks the section {heading!r}"
+    assert "RFC 2119" in SPEC and "RFC 8174" in SPEC
+
+
+def test_profiles_are_exactly_the_capabilities_and_cover_every_clause():
+    profiles = spec_profiles()
+    assert sorted(profiles) == sorted(CAPABILITIES), "SPEC.md's profile table and conformance/backends.py differ"
+    clauses = spec_clauses()
+    listed = {cid for ids in profiles.values() for cid in ids}
+    assert not listed - set(clauses), f"profiles list unknown clauses: {sorted(listed - set(clauses))}"
+    assert not set(clauses) - listed, f"clauses in no profile: {sorted(set(clauses) - listed)}"
+    for name, ids in profiles.items():
+        assert len(ids) == len(set(ids)), f"profile {name} lists a clause twice"
+
+
+def test_no_must_clause_hides_a_recommendation_or_a_permission():
+    """A MUST clause states requirements only: SHOULD and MAY get clauses (or notes) of their own."""
+    bodies = re.split(r"\n- (?=\*\*\[)", SPEC)
+    for body in bodies:
+        head = re.match(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)", body)
+        if head and head.group(2) == "MUST":
+            clause = body.split("\n\n")[0]
+            assert not re.search(r"\bSHOULD\b|\bMAY\b", clause), f"[{head.group(1)}] mixes levels: {clause[:200]}"
+
+
+def test_the_repository_stands_alone():
+    """Nothing points at the notes the project was started from; sources are public links."""
+    found = subprocess.run(
+        ["git", "grep", "-nE", r"shared/|automodel-contract\.md|field-reports\.md|zephon-api\.md|seeds/"],
+        cwd=ROOT, capture_output=True, text=True,
+    ).stdout
+    assert not found, f"references to files outside the repository:\n{found}"
+    sources = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
+    assert "https://" in sources
+    for fid in (f"F{n:02d}" for n in range(1, 19)):
+        assert fid in sources, f"docs/sources.md does not restate field report {fid}"
+
+
+def test_links_into_docs_sources_resolve():
+    """Every ``docs/sources.md#anchor`` that SPEC.md or README.md cites has that anchor."""
+    sources = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'<a id="([a-z0-9-]+)"></a>', sources))
+    for name in ("SPEC.md", "README.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for anchor in re.findall(r"docs/sources\.md#([a-z0-9-]+)", text):
+            assert anchor in anchors, f"{name} links docs/sources.md#{anchor}, which has no such anchor"
