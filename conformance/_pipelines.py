@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conformance._corpus import PAD_ID, SHARD_DIR, CorpusTokenizer, corpus_texts
 
-__all__ = ["RecordingPipeline", "SpyPipeline", "corpus_pipeline", "index_pipeline", "row_indices"]
+__all__ = ["RecordingPipeline", "SpyPipeline", "corpus_pipeline", "index_pipeline", "make_loader", "row_indices"]
 
 
 def corpus_pipeline(
@@ -117,6 +117,14 @@ def index_pipeline(scratch_dir, n, chunk_size, policy, *, shuffle=False, pack=No
         runner="inline", prefetch_batches=0, default_stage_prefetch=0,
         aggregate_dir=str(Path(scratch_dir) / "aggregate"), **options,
     )
+
+
+def make_loader(backend, pipeline):
+    """The backend's ``ZephonDataLoader`` over ``pipeline`` with ``row_indices`` as
+    ``convert_batch`` and the default contract: the F16-F18 setup of the state checks."""
+    from conformance._zephon import Contract
+
+    return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
 
 
 def row_indices(sample_batch) -> list[int]:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
-__all__ = ["Contract", "Row", "describe_rows", "packed_row", "row_positions", "rows_of", "sample_batch"]
+__all__ = ["Contract", "Row", "describe_rows", "packed_row", "payload_form", "row_positions", "rows_of", "sample_batch"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,19 @@ def sample_batch(rows: Sequence[Row]) -> SampleBatch:
         )
         records.append(SampleRecord(meta=meta, payload=payload))
     return SampleBatch(records=tuple(records))
+
+
+def payload_form(batch: SampleBatch, form: str) -> SampleBatch:
+    """Rewrite ``batch``'s payloads in place as int64 numpy arrays (``"numpy"``) or int64
+    tensors (``"tensor"``); ``"lists"`` keeps ``pack_flat``'s token list and int32 numpy
+    positions. A backend that aliases its input would then share storage with it."""
+    for record in batch.records:
+        for key in list(record.payload):
+            if form == "numpy":
+                record.payload[key] = np.asarray(record.payload[key], dtype=np.int64)
+            elif form == "tensor":
+                record.payload[key] = torch.as_tensor(np.asarray(record.payload[key]), dtype=torch.int64)
+    return batch
 
 
 def describe_rows(rows: Sequence[Row]) -> str:

@@ -108,6 +108,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """Zephon's catalog and aggregation scratch space under ``tmp_path`` (never the shared
+    ``$TMPDIR``)."""
+    monkeypatch.setenv("ZEPHON_CATALOG_DIR", str(tmp_path / "catalog"))
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def backend(request: pytest.FixtureRequest) -> Backend:
     """The backend under test; conformance tests reach the code under test only through it."""

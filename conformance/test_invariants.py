@@ -25,7 +25,7 @@ from conformance._invariants import (
     expected_packed_metadata,
     expected_unpad_data,
 )
-from conformance._zephon import describe_rows, sample_batch
+from conformance._zephon import describe_rows, payload_form, sample_batch
 
 
 def _call(case: cs.PackedBatch) -> str:
@@ -56,17 +56,6 @@ def test_converted_batch_invariants(backend, data):
     )
 
 
-def _payload_form(batch, form: str):
-    """Rewrite the payloads of a fresh ``sample_batch`` as numpy int64 arrays or int64 tensors
-    (``"lists"`` keeps ``pack_flat``'s list + int32 positions), so that a backend that aliases
-    its input would share storage with it."""
-    for record in batch.records:
-        for key in list(record.payload):
-            if form == "numpy":
-                record.payload[key] = np.asarray(record.payload[key], dtype=np.int64)
-            elif form == "tensor":
-                record.payload[key] = torch.as_tensor(np.asarray(record.payload[key]), dtype=torch.int64)
-    return batch
 
 
 def _snapshot(value):
@@ -129,7 +118,7 @@ def test_convert_text_batch_does_not_mutate_input(backend, data):
     case = data.draw(cs.packed_batches(), label="case")
     form = data.draw(st.sampled_from(("lists", "numpy", "tensor")), label="payload_form")
     call = f"{_call(case)} with payloads as {form}"
-    batch = _payload_form(sample_batch(case.rows), form)
+    batch = payload_form(sample_batch(case.rows), form)
     before = _batch_state(batch)
 
     out = backend.convert_text_batch(batch, case.contract, case.ignore_index, case.mask_segment_starts, False)

@@ -28,26 +28,13 @@ from conformance._pipelines import (
     SpyPipeline,
     corpus_pipeline,
     index_pipeline,
-    row_indices,
+    make_loader,
 )
+from conformance._state_script import DIGEST, HEADER, MAGIC
 from conformance._zephon import Contract
 
-MAGIC = b"BSZSTATE"
-HEADER = len(MAGIC) + 1 + 8
-DIGEST = 32
 HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    """Zephon's catalog and aggregation scratch space under ``tmp_path``."""
-    monkeypatch.setenv("ZEPHON_CATALOG_DIR", str(tmp_path / "catalog"))
-    return tmp_path
-
-
-def make_loader(backend, pipeline):
-    return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
 
 
 def take(loader, k):

@@ -18,24 +18,11 @@ from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
 from conformance._asserts import assert_raises
 from conformance._corpus import CorpusTokenizer
-from conformance._pipelines import SpyPipeline, corpus_pipeline, index_pipeline, row_indices
-from conformance._state_script import BAD_ARGUMENTS, CHECKS, CORRUPTIONS, canonical_json, envelope
-from conformance._zephon import Contract
+from conformance._pipelines import SpyPipeline, corpus_pipeline, index_pipeline, make_loader
+from conformance._state_script import BAD_ARGUMENTS, CHECKS, CORRUPTIONS, DIGEST, HEADER, canonical_json, envelope
 
 HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
-HEADER, DIGEST = 17, 32
 ZEROS = "0" * 64  # a fingerprint no pipeline has
-
-
-@pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    """Zephon's catalog and aggregation scratch space under ``tmp_path``."""
-    monkeypatch.setenv("ZEPHON_CATALOG_DIR", str(tmp_path / "catalog"))
-    return tmp_path
-
-
-def make_loader(backend, pipeline):
-    return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
 
 
 def saved_after(backend, pipeline, k: int) -> bytes:

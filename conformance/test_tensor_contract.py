@@ -27,9 +27,9 @@ import numpy as np
 import pytest
 import torch
 
-from conformance._examples import EXAMPLE_ROWS, convert, long
+from conformance._examples import EXAMPLE_ROWS, long
 from conformance._storage import shared_storage, tensors_in
-from conformance._zephon import Contract, Row, describe_rows, sample_batch
+from conformance._zephon import Contract, Row, describe_rows, payload_form, sample_batch
 
 
 def _available_devices() -> list[str]:
@@ -80,20 +80,10 @@ def _convert_configs() -> list:
 CONVERT_CONFIGS = _convert_configs()
 
 
-def _payload_form(batch, form: str):
-    """Payloads as pack_flat writes them (``"lists"``: a token list, int32 numpy positions), or
-    rewritten as int64 numpy arrays or int64 tensors, which a backend could alias."""
-    for record in batch.records:
-        for key in list(record.payload):
-            if form == "numpy":
-                record.payload[key] = np.asarray(record.payload[key], dtype=np.int64)
-            elif form == "tensor":
-                record.payload[key] = torch.as_tensor(np.asarray(record.payload[key]), dtype=torch.int64)
-    return batch
 
 
 def _call_convert(backend, options: Mapping[str, Any], form: str = "lists"):
-    batch = _payload_form(sample_batch(options["rows"]), form)
+    batch = payload_form(sample_batch(options["rows"]), form)
     out = backend.convert_text_batch(batch, options["contract"], -100, False, options["xdoc"],
                                      options["output_format"], options["pad_to_length"], options["pad_token_id"])
     call = (f"convert_text_batch({describe_rows(options['rows'])} as {form}, {options['contract']!r}, "

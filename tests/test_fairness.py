@@ -83,7 +83,7 @@ def test_the_suite_passes_against_reworded_error_messages(reworded_run):
     outcomes = [_outcome(t) for t in reworded_run.testcases]
     broken = [f"{t.get('classname')}::{t.get('name')}" for t in reworded_run.testcases
               if _outcome(t) in {"failure", "error"}]
-    assert not broken, f"checks that fail on reworded messages (unfair):\n  " + "\n  ".join(broken) + \
+    assert not broken, "checks that fail on reworded messages (unfair):\n  " + "\n  ".join(broken) + \
         "\n" + reworded_run.output[-4000:]
     assert reworded_run.returncode == 0, reworded_run.output[-4000:]
     assert outcomes.count("passed") >= MIN_PASSED, f"only {outcomes.count('passed')} tests passed"
