@@ -44,10 +44,10 @@ def test_no_must_clause_hides_a_recommendation_or_a_permission():
 
 def test_the_repository_stands_alone():
     """Nothing points at the notes the project was started from; sources are public links."""
-    found = subprocess.run(
-        ["git", "grep", "-nE", r"shared/|automodel-contract\.md|field-reports\.md|zephon-api\.md|seeds/"],
-        cwd=ROOT, capture_output=True, text=True,
-    ).stdout
+    # The pattern is assembled so that this file does not match it itself.
+    notes = ["shared" + "/", "automodel-contract" + r"\.md", "field-reports" + r"\.md", "zephon-api" + r"\.md",
+             "seeds" + "/"]
+    found = subprocess.run(["git", "grep", "-nE", "|".join(notes)], cwd=ROOT, capture_output=True, text=True).stdout
     assert not found, f"references to files outside the repository:\n{found}"
     sources = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
     assert "https://" in sources
