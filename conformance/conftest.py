@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from conformance.backends import CAPABILITIES, Backend, BackendError, load_backend
-from conformance.spec import SPEC_PATH, spec_clauses, spec_profiles, spec_version
+from conformance.spec import SPEC_PATH, spec_clause_items, spec_clauses, spec_profiles, spec_version, split_citation
 
 NOT_SUPPORTED = "NOT SUPPORTED"
 
@@ -125,16 +125,24 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     known = spec_clauses() if SPEC_PATH.exists() else None
     profiles = spec_profiles() if SPEC_PATH.exists() else None
+    numbered = spec_clause_items() if SPEC_PATH.exists() else {}
     problems = []
     here = Path(__file__).resolve().parent
     for item in items:
         if not Path(str(item.path)).resolve().is_relative_to(here):
             continue
-        ids = [cid for mark in item.iter_markers("clause") for cid in mark.args]
+        citations = [cid for mark in item.iter_markers("clause") for cid in mark.args]
+        # A citation is a clause id, or one enumerated item of it: "ctb-input-errors.3".
+        ids = [split_citation(cid)[0] for cid in citations]
         if not ids:
             problems.append(f"{item.nodeid}: no @pytest.mark.clause(...)")
         elif known is not None:
             problems.extend(f"{item.nodeid}: unknown clause {cid!r}" for cid in ids if cid not in known)
+            problems.extend(
+                f"{item.nodeid}: clause {cid!r} has no item {number} (its items: {sorted(numbered.get(cid, ())) or 'none'})"
+                for cid, number in map(split_citation, citations)
+                if cid in known and number is not None and number not in numbered.get(cid, ())
+            )
         for mark in item.iter_markers("requires"):
             problems.extend(
                 f"{item.nodeid}: unknown capability {cap!r}" for cap in mark.args if cap not in CAPABILITIES
@@ -162,7 +170,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 )
 
 
-CITED_CLAUSE = re.compile(r"\[([a-z0-9-]+)(?=[:,\]])")
+CITED_CLAUSE = re.compile(r"\[([a-z0-9-]+)(?:\.\d+)?(?=[:,\]])")
 
 
 def _failed_clauses(cited: list[str], longrepr: str) -> set[str]:
@@ -172,7 +180,7 @@ def _failed_clauses(cited: list[str], longrepr: str) -> set[str]:
     if HARNESS_TAG in longrepr:
         return set()
     named = {m.group(1) for m in CITED_CLAUSE.finditer(longrepr)} & set(cited)
-    named |= {cid for cid in cited if re.search(rf"[\[ ,]{re.escape(cid)}[\]:,]", longrepr)}
+    named |= {cid for cid in cited if re.search(rf"[\[ ,]{re.escape(cid)}(?:\.\d+)?[\]:,]", longrepr)}
     return named or set(cited)
 
 
@@ -200,7 +208,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.failed:
         report.sections.append(("batchspec", f"reproduce with: {_reproduce_command(item.nodeid, backend.name, item.config.rootpath)}"))
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        cited = [cid for mark in item.iter_markers("clause") for cid in mark.args]
+        cited = list(dict.fromkeys(
+            split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args
+        ))
         outcome = report.outcome
         if report.skipped and NOT_SUPPORTED in str(report.longrepr):
             outcome = "not supported"

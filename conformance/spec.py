@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["CLAUSE_PATTERN", "SPEC_PATH", "major", "spec_clauses", "spec_profiles", "spec_version"]
+__all__ = [
+    "CLAUSE_PATTERN", "SPEC_PATH", "major", "spec_clause_items", "spec_clauses", "spec_profiles", "spec_version",
+    "split_citation",
+]
 
 SPEC_PATH = Path(__file__).resolve().parents[1] / "SPEC.md"
 CLAUSE_PATTERN = re.compile(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)")
@@ -55,3 +58,27 @@ def spec_profiles(path: Path = SPEC_PATH) -> dict[str, list[str]]:
     a backend declares in ``BATCHSPEC_CAPABILITIES``."""
     text = path.read_text(encoding="utf-8")
     return {m.group(1): re.findall(r"\[([a-z0-9-]+)\]", m.group(2)) for m in PROFILE_ROW.finditer(text)}
+
+
+ITEM_PATTERN = re.compile(r"(?:^[ \t]*|[:;][ \t]+)(\d+)\. ", re.M)
+
+
+def spec_clause_items(path: Path = SPEC_PATH) -> dict[str, set[int]]:
+    """Clause id -> the numbers of its enumerated items (``1. …``, ``2. …``; empty when the
+    clause is not a list). A check cites an item as ``"ctb-input-errors.3"``."""
+    text = path.read_text(encoding="utf-8")
+    starts = list(CLAUSE_PATTERN.finditer(text))
+    items: dict[str, set[int]] = {}
+    for index, match in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
+        body = text[match.end():end].split("\n\n")[0]  # the clause's own paragraph(s) of list items
+        body = re.split(r"\n- |\n#", body)[0]
+        numbers = {int(n) for n in ITEM_PATTERN.findall(body)}
+        items[match.group(1)] = numbers if numbers == set(range(1, len(numbers) + 1)) else set()
+    return items
+
+
+def split_citation(citation: str) -> tuple[str, int | None]:
+    """``"ctb-input-errors.3"`` -> ``("ctb-input-errors", 3)``; ``"ctb-shift"`` -> ``("ctb-shift", None)``."""
+    clause, dot, item = citation.partition(".")
+    return clause, (int(item) if dot and item.isdigit() else None)

@@ -57,28 +57,33 @@ def test_valid_contracts_are_accepted(backend, contract):
     assert after == before, f"the contract changed from {before} to {after} [contract-validation]"
 
 
+# (case id, contract, error type, facts the message names, the [contract-validation] item)
 BAD_CONTRACTS = [
-    ("unknown-mask-type", Contract("flash_varlen"), ValueError, ("packed_mask_type",)),
-    ("no-mask-type", SimpleNamespace(return_packed_sequence_metadata=False), TypeError, ("packed_mask_type",)),
+    ("unknown-mask-type", Contract("flash_varlen"), ValueError, ("packed_mask_type",), 5),
+    ("no-mask-type", SimpleNamespace(return_packed_sequence_metadata=False), TypeError, ("packed_mask_type",), 1),
     ("no-metadata-flag", SimpleNamespace(packed_mask_type="block_causal"), TypeError,
-     ("return_packed_sequence_metadata",)),
-    ("metadata-flag-not-bool", Contract("block_causal", 1), TypeError, ("return_packed_sequence_metadata",)),
+     ("return_packed_sequence_metadata",), 2),
+    ("metadata-flag-not-bool", Contract("block_causal", 1), TypeError, ("return_packed_sequence_metadata",), 2),
     ("legacy-flag-not-bool", SimpleNamespace(packed_mask_type="block_causal", requires_packed_sequence_metadata="no"),
-     TypeError, ("requires_packed_sequence_metadata",)),
-    ("document-ids-flag-not-bool", Contract("block_causal", False, "yes"), TypeError, ("return_document_ids",)),
-    ("max-length-not-int", Contract("block_causal", False, False, 2.5), TypeError, ("max_sequence_length",)),
-    ("max-length-bool", Contract("block_causal", False, False, True), TypeError, ("max_sequence_length",)),
-    ("max-length-zero", Contract("block_causal", False, False, 0), ValueError, ("max_sequence_length",)),
+     TypeError, ("requires_packed_sequence_metadata",), 2),
+    ("document-ids-flag-not-bool", Contract("block_causal", False, "yes"), TypeError, ("return_document_ids",), 3),
+    ("max-length-not-int", Contract("block_causal", False, False, 2.5), TypeError, ("max_sequence_length",), 4),
+    ("max-length-bool", Contract("block_causal", False, False, True), TypeError, ("max_sequence_length",), 4),
+    ("max-length-zero", Contract("block_causal", False, False, 0), ValueError, ("max_sequence_length",), 6),
 ]
 
 
 @pytest.mark.requires("contract_types")
 @pytest.mark.clause("contract-validation", "contract-metadata-flag", "types-mask-type")
-@pytest.mark.parametrize("case", BAD_CONTRACTS, ids=[c[0] for c in BAD_CONTRACTS])
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c[0], marks=pytest.mark.clause(f"contract-validation.{c[4]}")) for c in BAD_CONTRACTS
+])
 def test_bad_contracts_are_rejected(backend, case):
-    """Each malformed contract raises the SPEC's error type, naming the attribute."""
-    _, contract, error, words = case
-    assert_raises(error, words, backend.require_supported_packing_contract, contract, clause="contract-validation")
+    """Each malformed contract raises the SPEC's error type, naming the attribute; each case
+    cites the enumerated item of [contract-validation] it checks."""
+    _, contract, error, words, item = case
+    assert_raises(error, words, backend.require_supported_packing_contract, contract,
+                  clause=f"contract-validation.{item}")
 
 
 @pytest.mark.requires("convert_text_batch", "xdoc")

@@ -49,6 +49,9 @@ def test_every_clause_is_checked_by_a_passing_test(reference_run):
     report = reference_run.clause_report["clauses"]
     untested = sorted(set(clauses) - set(report))
     assert not untested, f"clauses with no conformance test: {untested}"
+    assert set(report) <= set(clauses), f"the report lists unknown clauses: {sorted(set(report) - set(clauses))}"
+    # Checks that cite one enumerated item ("contract-validation.4") count under their clause.
+    assert len([t for t in report["contract-validation"]["tests"] if "test_bad_contracts_are_rejected" in t["nodeid"]]) == 9
     for cid, level in clauses.items():
         assert report[cid]["level"] == level, (cid, report[cid]["level"], level)
         assert f" {level:<6} {cid} " in reference_run.output, f"{cid} is missing from the clause summary"
