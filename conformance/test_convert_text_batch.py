@@ -165,32 +165,50 @@ def test_example_input_is_not_mutated(backend):
 
 # ---------------------------------------------------------------- bad input ----
 
-GOOD = EXAMPLE_ROWS[0]
+GOOD = EXAMPLE_ROWS[0]  # L = 9
+NINE = tuple(range(1, 10))
 ERROR_CASES = [
     # (case id, rows, error type, facts the message must name: a record's index as an int,
-    # field names as whole words, lengths as ints; see conformance/_asserts.py names())
-    ("empty-batch", [], ValueError, ("sample_batch",)),
-    ("one-token-row", [Row((5,), (0,), 0)], ValueError, (0,)),
-    ("ragged-rows", [GOOD, Row((1, 2, 3), (0, 1, 2), 0)], ValueError, (9, 3)),
-    ("positions-too-short", [Row((1, 2, 3), (0, 1), 0)], ValueError, (0, "positions")),
-    ("positions-not-starting-at-0", [Row((1, 2, 3), (1, 2, 3), 0)], ValueError, (0, "positions")),
-    ("negative-position", [Row((1, 2, 3), (0, -1, 0), 0)], ValueError, (0, "positions")),
-    ("no-real-token", [GOOD, Row((0,) * 9, tuple(range(9)), 9)], ValueError, (1, "padding_length")),
-    ("padding-longer-than-row", [Row((1, 2, 3), (0, 1, 2), 4)], ValueError, (0, "padding_length")),
-    ("negative-padding", [Row((1, 2, 3), (0, 1, 2), -1)], ValueError, (0, "padding_length")),
+    # field names as whole words, lengths as ints; see conformance/_asserts.py names(), the
+    # [ctb-input-errors] item). A bad record sits at index 2, behind two good ones, so its
+    # index is not a number the message would hold anyway.
+    ("empty-batch", [], ValueError, ("sample_batch",), 2),
+    ("one-token-row", [Row((5,), (0,), 0)], ValueError, (0,), 7),
+    ("ragged-rows", [GOOD, GOOD, Row((1, 2, 3), (0, 1, 2), 0)], ValueError, (9, 3), 8),
+    ("positions-too-short", [GOOD, GOOD, Row(NINE, tuple(range(8)), 0)], ValueError, (2, "positions"), 9),
+    ("positions-not-starting-at-0", [GOOD, GOOD, Row(NINE, tuple(range(1, 10)), 0)], ValueError,
+     (2, "positions"), 10),
+    ("negative-position", [GOOD, GOOD, Row(NINE, (0, 1, -1, 0, 1, 2, 3, 4, 5), 0)], ValueError, (2, "positions"), 10),
+    ("padding-bool", [GOOD, GOOD, Row(NINE, tuple(range(9)), True)], TypeError, (2, "padding_length"), 11),
+    ("no-real-token", [GOOD, GOOD, Row((0,) * 9, tuple(range(9)), 9)], ValueError, (2, "padding_length"), 12),
+    ("padding-longer-than-row", [GOOD, GOOD, Row(NINE, tuple(range(9)), 10)], ValueError, (2, "padding_length"), 12),
+    ("negative-padding", [GOOD, GOOD, Row(NINE, tuple(range(9)), -1)], ValueError, (2, "padding_length"), 12),
 ]
 
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause("ctb-input-errors")
-@pytest.mark.parametrize("case", ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c[0], marks=pytest.mark.clause(f"ctb-input-errors.{c[4]}")) for c in ERROR_CASES
+])
 def test_bad_rows_are_rejected(backend, case):
     """Malformed SampleBatches raise the SPEC's error, naming the record and field."""
-    _, rows, error, words = case
+    _, rows, error, words, item = case
     assert_raises(
         error, words, backend.convert_text_batch, sample_batch(rows), Contract(), -100, False, False,
-        clause="ctb-input-errors",
+        clause=f"ctb-input-errors.{item}",
     )
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-input-errors.11")
+@pytest.mark.parametrize("value", ["1", 1.0], ids=["str", "float"])
+def test_a_padding_length_that_is_not_an_int_is_a_type_error(backend, value):
+    """``meta.padding_length`` of record 2 set to a non-int after the batch is built."""
+    sb = sample_batch([GOOD, GOOD, Row(NINE, tuple(range(9)), 1)])
+    sb.records[2].meta.tags["_packing_metadata"]["padding_length"] = value  # what meta.padding_length reads
+    assert_raises(TypeError, (2, "padding_length"), backend.convert_text_batch, sb, Contract(), -100, False, False,
+                  clause="ctb-input-errors.11")
 
 
 @pytest.mark.requires("convert_text_batch")

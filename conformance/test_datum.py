@@ -1010,3 +1010,18 @@ def test_datum_leaves_the_callers_loss_fn_inputs_unchanged(backend):
     )
     assert_tensor_equal("loss_fn_inputs['weights']", d.loss_fn_inputs["weights"], f32([1.0, 0.0, 1.0]),
                         clause="datum-construct", call=call)
+
+
+@pytest.mark.requires("datum")
+@pytest.mark.clause("datum-construct")
+def test_datum_holds_a_mapping_of_its_own_even_when_every_value_is_a_tensor(backend):
+    """Nothing to convert is no reason to keep the caller's dict: adding a key to the datum's
+    mapping must not add it to the caller's."""
+    given = {"target_tokens": torch.tensor([4, 5, 6]), "weights": torch.tensor([1.0, 0.0, 1.0])}
+    d = backend.Datum(torch.tensor([3, 4, 5]), given)
+    call = "Datum(tensor([3,4,5]), {target_tokens: tensor, weights: tensor})"
+    assert d.loss_fn_inputs is not given, f"the Datum keeps the caller's loss_fn_inputs dict itself [datum-construct: {call}]"
+    d.loss_fn_inputs["advantages"] = torch.tensor(0.5)
+    assert sorted(given) == ["target_tokens", "weights"], (
+        f"the caller's loss_fn_inputs gained {sorted(set(given) - {'target_tokens', 'weights'})} [datum-construct: {call}]"
+    )

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 import reference
 from conformance import _strategies as cs
-from conformance._asserts import assert_batch_equal, assert_tensor_equal
+from conformance._asserts import assert_batch_equal, assert_tensor_equal, summary
 from conformance._invariants import (
     check_converted_batch,
     expected_packed_metadata,
     expected_unpad_data,
 )
-from conformance._zephon import describe_rows, payload_form, sample_batch
+from conformance._zephon import describe_rows, payload_form, row_positions, sample_batch
 
 
 def _call(case: cs.PackedBatch) -> str:
@@ -131,8 +131,49 @@ def test_convert_text_batch_does_not_mutate_input(backend, data):
     _assert_unchanged(before, batch, what="after overwriting the returned tensors in place", call=call)
 
 
+# The clauses that decide each output key: a mismatch in that key is blamed on them alone.
+DIFFERENTIAL_CLAUSES = {
+    "input_ids": "ctb-shift",
+    "labels": "ctb-shift, ctb-padding-labels, ctb-cross-document-targets, ctb-segment-starts, ctb-ignore-index",
+    "position_ids": "ctb-positions",
+    "padding_mask": "ctb-padding-mask",
+    "document_ids": "ctb-document-ids",
+    "attention_document_ids": "ctb-attention-ids",
+    "_packed_seq_ids": "batched-packed-seq-ids",
+    "attention_mask": "batched-block-causal, batched-document-ids-mask",
+    "packed_token_indices": "batched-metadata",
+    "cu_seqlens": "batched-metadata",
+    "max_seqlen": "batched-metadata",
+}
+
+
+def _label_rules(case, got: torch.Tensor, want: torch.Tensor) -> str:
+    """The label rules a labels mismatch breaks, judged per differing element from the row it
+    is in: the padding suffix [ctb-padding-labels], a target that starts a subdocument
+    ([ctb-segment-starts] when masking is on, [ctb-cross-document-targets] when it is off), a
+    masked label holding another value than ``ignore_index`` [ctb-ignore-index], anything
+    else the shift [ctb-shift]."""
+    if got.shape != want.shape:
+        return DIFFERENTIAL_CLAUSES["labels"]
+    rules = set()
+    for b, i in torch.nonzero(got != want).tolist():
+        row = case.rows[b]
+        positions, length = row_positions(row), len(row.tokens)
+        if want[b, i] == case.ignore_index and i >= length - 1 - (row.padding_length or 0):
+            rules.add("ctb-padding-labels")
+        elif positions[i + 1] == 0:
+            rules.add("ctb-segment-starts" if case.mask_segment_starts else "ctb-cross-document-targets")
+        elif want[b, i] == case.ignore_index or got[b, i] == case.ignore_index:
+            rules.add("ctb-ignore-index")
+        else:
+            rules.add("ctb-shift")
+        if want[b, i] == case.ignore_index and got[b, i] != case.ignore_index and got[b, i] < 0:
+            rules.add("ctb-ignore-index")  # masked, but with another sentinel value
+    return ", ".join(sorted(rules)) or DIFFERENTIAL_CLAUSES["labels"]
+
+
 @pytest.mark.clause(
-    "tb-shapes", "tb-dtypes", "ctb-token-field", "ctb-shift", "ctb-positions", "ctb-padding-labels",
+    "tb-shapes", "tb-dtypes", "tb-keys", "ctb-token-field", "ctb-shift", "ctb-positions", "ctb-padding-labels",
     "ctb-padding-mask", "ctb-cross-document-targets", "ctb-segment-starts", "ctb-document-ids",
     "ctb-attention-ids", "ctb-ignore-index", "batched-packed-seq-ids", "batched-block-causal",
     "batched-document-ids-mask", "batched-metadata",
@@ -146,10 +187,20 @@ def test_convert_text_batch_matches_reference(backend, data):
     out = backend.convert_text_batch(sample_batch(case.rows), *args)
     expected = reference.convert_text_batch(sample_batch(case.rows), *args)
     if sorted(out) != sorted(expected):
-        raise AssertionError(
-            f"keys {sorted(out)}, but should be {sorted(expected)} (reference) [batched-metadata: {call}]"
-        )
-    assert_batch_equal(out, expected, clause="differential vs reference", call=call)
+        raise AssertionError(f"keys {sorted(out)}, but should be {sorted(expected)} (reference) [tb-keys: {call}]")
+    for key, want in expected.items():
+        got = out[key]
+        if isinstance(want, torch.Tensor):
+            # dtype and shape first, so a wrong dtype is blamed on [tb-dtypes], not on the value rule.
+            if not isinstance(got, torch.Tensor) or got.dtype != want.dtype:
+                raise AssertionError(f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]")
+            if got.shape != want.shape:
+                raise AssertionError(f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} (reference) "
+                                     f"[tb-shapes: {call}]")
+        elif type(got) is not type(want):
+            raise AssertionError(f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]")
+        clause = _label_rules(case, got, want) if key == "labels" else DIFFERENTIAL_CLAUSES[key]
+        assert_batch_equal(out, expected, keys=[key], clause=clause, call=call)
 
 
 @pytest.mark.clause("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")

@@ -230,8 +230,8 @@ def _max_seqlen_of(cu_seqlens: torch.Tensor) -> int:
 
 
 @pytest.mark.clause(
-    "ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "ctb-shift", "batched-packed-seq-ids",
-    "batched-metadata", "thd-lengths",
+    "ctb-padding-labels", "ctb-padding-mask", "ctb-positions", "ctb-document-ids", "ctb-shift",
+    "batched-packed-seq-ids", "batched-metadata", "thd-lengths",
 )
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
@@ -289,7 +289,7 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
         want_positions[unpadded, 0] = s_old
     assert_tensor_equal("input_ids[:, S_old:]", new["input_ids"][:, s_old:], want_inputs, clause="ctb-shift", call=call)
     assert_tensor_equal("position_ids[:, S_old:]", new["position_ids"][:, s_old:], want_positions,
-                        clause="ctb-padding-mask", call=call)
+                        clause="ctb-positions", call=call)
     want_documents = torch.zeros((len(case.rows), extra), dtype=torch.int64)
     want_attention = torch.zeros((len(case.rows), extra), dtype=torch.int64)
     for b in unpadded:
