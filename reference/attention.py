@@ -1,7 +1,7 @@
 """``TrainingBatch``, attention membership and packing-contract validation.
 
-Mirrors upstream ``nemo_automodel/components/datasets/zephon/attention.py`` (seed 001):
-a stateless mapping from Zephon's collated tensors to AutoModel's packed input contract.
+Mirrors upstream ``nemo_automodel/components/datasets/zephon/attention.py`` (the
+``zephon.attention`` page, docs/sources.md#seed-001): a stateless mapping from Zephon's collated tensors to AutoModel's packed input contract.
 """
 
 from __future__ import annotations

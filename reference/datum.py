@@ -1,7 +1,8 @@
 """``Datum`` and ``collate_datums``: the single-example training input and its batching.
 
-Mirrors upstream ``nemo_automodel/components/datasets/datum.py`` (nemo-automodel 0.7.0,
-seed 003), SPEC.md section 8. A ``Datum`` holds one sequence, ``input_ids`` ``[T]``, and the loss
+Mirrors upstream ``nemo_automodel/components/datasets/datum.py`` (nemo-automodel 0.7.0, the
+``datasets.datum`` page, docs/sources.md#seed-003), SPEC.md section 8. A ``Datum`` holds one
+sequence, ``input_ids`` ``[T]``, and the loss
 inputs aligned to it (``target_tokens``, ``weights``, ``logprobs``, ``advantages``, ...).
 ``collate_datums`` delegates the token fields to the canonical collaters
 (``reference.collaters``) and batches the float side inputs itself. Outputs, dtypes, error

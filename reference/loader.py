@@ -1,6 +1,7 @@
 """``convert_text_batch`` and ``ZephonDataLoader``.
 
-Mirrors upstream ``nemo_automodel/components/datasets/zephon/loader.py`` (seed 000).
+Mirrors upstream ``nemo_automodel/components/datasets/zephon/loader.py`` (the
+``zephon.loader`` page, docs/sources.md#seed-000).
 ``convert_text_batch`` turns one Zephon ``SampleBatch`` of packed rows into the final
 ``TrainingBatch``; ``ZephonDataLoader`` owns one stream of a ``zephon.Pipeline`` and yields
 converted batches. Its state (``state_dict``/``load_state_dict``) is Zephon's checkpoint in the
