@@ -1,7 +1,8 @@
 """``TrainingBatch``, attention membership and packing-contract validation.
 
 Mirrors upstream ``nemo_automodel/components/datasets/zephon/attention.py`` (the
-``zephon.attention`` page, docs/sources.md#seed-001): a stateless mapping from Zephon's collated tensors to AutoModel's packed input contract.
+``zephon.attention`` page, docs/sources.md#seed-001): a stateless mapping from Zephon's
+collated tensors to AutoModel's packed input contract.
 """
 
 from __future__ import annotations
