@@ -14,12 +14,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import torch
 
-__all__ = ["Fact", "Shape", "Value", "assert_batch_equal", "assert_keys", "assert_raises", "assert_tensor_equal",
-           "missing_facts", "names", "summary"]
+__all__ = [
+    "Fact",
+    "Shape",
+    "Value",
+    "assert_batch_equal",
+    "assert_keys",
+    "assert_raises",
+    "assert_tensor_equal",
+    "missing_facts",
+    "names",
+    "summary",
+]
 
 MAX_MISMATCHES = 8
 
@@ -47,9 +57,7 @@ def assert_tensor_equal(name: str, actual: Any, expected: torch.Tensor, *, claus
     if actual.dtype != expected.dtype:
         raise AssertionError(f"{name}.dtype={actual.dtype}, but should be {expected.dtype} {where}")
     if tuple(actual.shape) != tuple(expected.shape):
-        raise AssertionError(
-            f"{name}.shape={tuple(actual.shape)}, but should be {tuple(expected.shape)} {where}"
-        )
+        raise AssertionError(f"{name}.shape={tuple(actual.shape)}, but should be {tuple(expected.shape)} {where}")
     if torch.equal(actual, expected):
         return
     bad = torch.nonzero(actual != expected, as_tuple=False)[:MAX_MISMATCHES]
@@ -108,7 +116,7 @@ class Value:
         return repr(self.value)
 
 
-Fact = Union[str, int, Shape, Value]
+Fact = str | int | Shape | Value
 
 
 def _word(text: str) -> str:
@@ -161,7 +169,9 @@ def missing_facts(message: str, facts: tuple[Fact, ...] | list[Fact]) -> list[Fa
     return [fact for fact in facts if not names(message, fact)]
 
 
-def assert_raises(error_type: type[BaseException], fields: tuple[Fact, ...], func, *args, clause: str, **kwargs) -> BaseException:
+def assert_raises(
+    error_type: type[BaseException], fields: tuple[Fact, ...], func, *args, clause: str, **kwargs
+) -> BaseException:
     """Calling ``func`` must raise ``error_type`` (or a subclass) whose message names every
     fact in ``fields`` (``names``: whole words, whole integers, shapes, values); the wording
     around them is free. Separates "nothing raised" from "wrong error" and "a fact missing"."""

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = [
     "BOS_ID",
@@ -68,8 +69,7 @@ def _bytes_to_unicode() -> dict[int, str]:
 _UNICODE_TO_BYTE: dict[str, int] = {u: b for b, u in _bytes_to_unicode().items()}
 
 _KNOWN_KWARGS = frozenset(
-    {"add_special_tokens", "padding", "truncation", "max_length",
-     "return_tensors", "return_attention_mask"}
+    {"add_special_tokens", "padding", "truncation", "max_length", "return_tensors", "return_attention_mask"}
 )
 
 
@@ -223,8 +223,7 @@ class CorpusTokenizer:
         if table is None:
             tok = self.backend
             table = [
-                b"" if i in _SPECIAL_IDS
-                else bytes(_UNICODE_TO_BYTE[ch] for ch in tok.id_to_token(i))
+                b"" if i in _SPECIAL_IDS else bytes(_UNICODE_TO_BYTE[ch] for ch in tok.id_to_token(i))
                 for i in range(self.vocab_size)
             ]
             self._id_bytes = table

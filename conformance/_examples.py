@@ -8,7 +8,16 @@ import torch
 from conformance._zephon import Contract, Row, sample_batch
 
 __all__ = [
-    "EXAMPLE_A", "EXAMPLE_IDS", "EXAMPLE_ROWS", "F", "T", "bools", "convert", "f32", "int32", "long",
+    "EXAMPLE_A",
+    "EXAMPLE_IDS",
+    "EXAMPLE_ROWS",
+    "F",
+    "T",
+    "bools",
+    "convert",
+    "f32",
+    "int32",
+    "long",
     "block_mask",
 ]
 
@@ -54,11 +63,30 @@ def block_mask(*rows: str) -> torch.Tensor:
     return torch.tensor([[[[c == "1" for c in q] for q in row.split()]] for row in rows], dtype=torch.bool)
 
 
-def convert(backend, rows, contract=Contract(), *, ignore_index=-100, mask_segment_starts=False, xdoc=False,
-            output_format="batched", pad_to_length=None, pad_token_id=None):
+DEFAULT_CONTRACT = Contract()  # frozen: one shared default is safe
+
+
+def convert(
+    backend,
+    rows,
+    contract=DEFAULT_CONTRACT,
+    *,
+    ignore_index=-100,
+    mask_segment_starts=False,
+    xdoc=False,
+    output_format="batched",
+    pad_to_length=None,
+    pad_token_id=None,
+):
     """``backend.convert_text_batch`` on ``rows``, every argument passed positionally."""
     return backend.convert_text_batch(
-        sample_batch(rows), contract, ignore_index, mask_segment_starts, xdoc, output_format, pad_to_length,
+        sample_batch(rows),
+        contract,
+        ignore_index,
+        mask_segment_starts,
+        xdoc,
+        output_format,
+        pad_to_length,
         pad_token_id,
     )
 
@@ -73,5 +101,3 @@ EXAMPLE_A = {
     "_packed_seq_ids": long(EXAMPLE_IDS),
     "attention_mask": block_mask(*EXAMPLE_A_MASK),
 }
-
-

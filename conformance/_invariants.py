@@ -61,7 +61,8 @@ def _expected_rows(rows: Sequence[Row], ignore_index: int, mask_segment_starts: 
     assert len(lengths) == 1, f"rows must share one unshifted length, got {sorted(lengths)}"  # sanity check
     sequence_length = lengths.pop() - 1
     expected: dict[str, list[list[Any]]] = {
-        name: [] for name in ("input_ids", "targets", "labels", "label_clause", "position_ids", "padding_mask", "document_ids")
+        name: []
+        for name in ("input_ids", "targets", "labels", "label_clause", "position_ids", "padding_mask", "document_ids")
     }
     for row in rows:
         tokens = list(row.tokens)
@@ -89,8 +90,13 @@ def _expected_rows(rows: Sequence[Row], ignore_index: int, mask_segment_starts: 
                 document += 1
             document_ids.append(0 if is_pad else document)
         for name, values in (
-            ("input_ids", input_ids), ("targets", targets), ("labels", labels), ("label_clause", clauses),
-            ("position_ids", position_ids), ("padding_mask", padding_mask), ("document_ids", document_ids),
+            ("input_ids", input_ids),
+            ("targets", targets),
+            ("labels", labels),
+            ("label_clause", clauses),
+            ("position_ids", position_ids),
+            ("padding_mask", padding_mask),
+            ("document_ids", document_ids),
         ):
             expected[name].append(values)
     return expected
@@ -231,8 +237,20 @@ def check_converted_batch(
     targets = torch.tensor(expected["targets"], dtype=torch.int64)
 
     # Inputs, positions and padding come straight from the rows: compare them exactly first.
-    assert_tensor_equal("input_ids", out["input_ids"], torch.tensor(expected["input_ids"], dtype=torch.int64), clause="ctb-shift", call=call)
-    assert_tensor_equal("position_ids", out["position_ids"], torch.tensor(expected["position_ids"], dtype=torch.int64), clause="ctb-positions", call=call)
+    assert_tensor_equal(
+        "input_ids",
+        out["input_ids"],
+        torch.tensor(expected["input_ids"], dtype=torch.int64),
+        clause="ctb-shift",
+        call=call,
+    )
+    assert_tensor_equal(
+        "position_ids",
+        out["position_ids"],
+        torch.tensor(expected["position_ids"], dtype=torch.int64),
+        clause="ctb-positions",
+        call=call,
+    )
     expected_padding = torch.tensor(expected["padding_mask"], dtype=torch.bool)
     assert_tensor_equal("padding_mask", padding_mask, expected_padding, clause="ctb-padding-mask", call=call)
 
@@ -240,23 +258,30 @@ def check_converted_batch(
     _fail_where(
         (labels != ignore_index) & (labels != targets),
         f"labels must be ignore_index={ignore_index} or the unshifted token i + 1",
-        clause="ctb-shift", call=call, show={"labels": labels, "target": targets},
+        clause="ctb-shift",
+        call=call,
+        show={"labels": labels, "target": targets},
     )
     # I3 (relation form): padding carries no loss and no document.
     _fail_where(
         padding_mask & (labels != ignore_index),
         f"padding_mask must imply labels == ignore_index={ignore_index}",
-        clause="ctb-padding-labels", call=call, show={"labels": labels},
+        clause="ctb-padding-labels",
+        call=call,
+        show={"labels": labels},
     )
     _fail_where(
         padding_mask & (document_ids != 0),
         "padding_mask must imply document_ids == 0",
-        clause="ctb-document-ids", call=call, show={"document_ids": document_ids},
+        clause="ctb-document-ids",
+        call=call,
+        show={"document_ids": document_ids},
     )
     _fail_where(
         (document_ids == 0) != padding_mask,
         "document_ids == 0 must hold exactly where padding_mask is True (text rows)",
-        clause="ctb-padding-mask, ctb-document-ids", call=call,
+        clause="ctb-padding-mask, ctb-document-ids",
+        call=call,
         show={"document_ids": document_ids, "padding_mask": padding_mask},
     )
 
@@ -271,9 +296,16 @@ def check_converted_batch(
         assert_tensor_equal("labels", labels, expected_labels, clause=", ".join(clauses), call=call)
     expected_ids = torch.tensor(expected["document_ids"], dtype=torch.int64)
     assert_tensor_equal("document_ids", document_ids, expected_ids, clause="ctb-document-ids", call=call)
-    assert_tensor_equal("attention_document_ids", out["attention_document_ids"], expected_ids, clause="ctb-attention-ids", call=call)
-    assert_tensor_equal("_packed_seq_ids", out["_packed_seq_ids"], expected_ids, clause="batched-packed-seq-ids", call=call)
-    if out["_packed_seq_ids"].untyped_storage().data_ptr() == out["attention_document_ids"].untyped_storage().data_ptr():
+    assert_tensor_equal(
+        "attention_document_ids", out["attention_document_ids"], expected_ids, clause="ctb-attention-ids", call=call
+    )
+    assert_tensor_equal(
+        "_packed_seq_ids", out["_packed_seq_ids"], expected_ids, clause="batched-packed-seq-ids", call=call
+    )
+    if (
+        out["_packed_seq_ids"].untyped_storage().data_ptr()
+        == out["attention_document_ids"].untyped_storage().data_ptr()
+    ):
         raise AssertionError(
             f"_packed_seq_ids shares storage with attention_document_ids, but should be a separate tensor "
             f"[batched-packed-seq-ids: {call}]"
@@ -306,7 +338,8 @@ def check_converted_batch(
         _fail_where(
             (indices == -1) != (expected_ids == 0),
             "packed_token_indices == -1 must hold exactly where attention_document_ids == 0",
-            clause="batched-metadata", call=call,
+            clause="batched-metadata",
+            call=call,
             show={"packed_token_indices": indices, "attention_document_ids": expected_ids},
         )
     if cu_seqlens.ndim == 2 and cu_seqlens.shape[0] == batch_size:
@@ -320,7 +353,9 @@ def check_converted_batch(
                     f"{tokens} (the row's tokens with attention_document_ids > 0) [batched-metadata: {call}]"
                 )
     want = expected_packed_metadata(expected["document_ids"])
-    assert_tensor_equal("packed_token_indices", indices, want["packed_token_indices"], clause="batched-metadata, tb-dtypes", call=call)
+    assert_tensor_equal(
+        "packed_token_indices", indices, want["packed_token_indices"], clause="batched-metadata, tb-dtypes", call=call
+    )
     assert_tensor_equal("cu_seqlens", cu_seqlens, want["cu_seqlens"], clause="batched-metadata, tb-dtypes", call=call)
     if max_seqlen != want["max_seqlen"]:
         raise AssertionError(f"max_seqlen={max_seqlen}, but should be {want['max_seqlen']} [batched-metadata: {call}]")

@@ -107,15 +107,25 @@ def index_pipeline(scratch_dir, n, chunk_size, policy, *, shuffle=False, pack=No
 
     dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(n)])})
     work_source = StaticMixtureWorkSource(
-        [dataset], {"d": 1.0}, chunk_size=chunk_size, seed=0, shuffle_shards=False,
-        shuffle_within_shard=shuffle, exhausted_policy=policy,
+        [dataset],
+        {"d": 1.0},
+        chunk_size=chunk_size,
+        seed=0,
+        shuffle_shards=False,
+        shuffle_within_shard=shuffle,
+        exhausted_policy=policy,
     )
     pipeline = Pipeline(work_source)
     if pack is not None:
-        pipeline = pipeline.pack_flat(pack[0], algorithm=pack[1], **({"num_bins": 4, "pad_token_id": 0} if pack[1] != "wrap" else {}))
+        pipeline = pipeline.pack_flat(
+            pack[0], algorithm=pack[1], **({"num_bins": 4, "pad_token_id": 0} if pack[1] != "wrap" else {})
+        )
     return pipeline.batch(batch_size).options(
-        runner="inline", prefetch_batches=0, default_stage_prefetch=0,
-        aggregate_dir=str(Path(scratch_dir) / "aggregate"), **options,
+        runner="inline",
+        prefetch_batches=0,
+        default_stage_prefetch=0,
+        aggregate_dir=str(Path(scratch_dir) / "aggregate"),
+        **options,
     )
 
 

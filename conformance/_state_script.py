@@ -66,8 +66,15 @@ HEADER = len(MAGIC) + 1 + 8  # magic, version, body length
 DIGEST = 32
 HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 # [state-load-validates-first], in order.
-CHECKS = ("bad magic", "unsupported version", "truncated", "checksum mismatch", "malformed body",
-          "fingerprint mismatch", "canonical_replicas changed")
+CHECKS = (
+    "bad magic",
+    "unsupported version",
+    "truncated",
+    "checksum mismatch",
+    "malformed body",
+    "fingerprint mismatch",
+    "canonical_replicas changed",
+)
 
 
 def canonical_json(value: Any) -> bytes:
@@ -92,6 +99,7 @@ def _edit_body(edit):
         body = _body(data)
         edit(body)
         return envelope(canonical_json(body), data[len(MAGIC)])
+
     return corrupt
 
 
@@ -123,9 +131,9 @@ CORRUPTIONS = {
     "foreign": lambda d: b"\x01" * len(d),  # not an envelope; read as one, its "length" is 0x0101...
     "short_foreign": lambda d: b"PK\x03\x04",  # fewer than 8 bytes (a zip file's first 4)
     "magic_only": lambda d: MAGIC,
-    "version_0": lambda d: d[:len(MAGIC)] + b"\x00" + d[len(MAGIC) + 1:],
-    "version_2": lambda d: d[:len(MAGIC)] + b"\x02" + d[len(MAGIC) + 1:],
-    "flip_body_byte": lambda d: d[:HEADER] + bytes([d[HEADER] ^ 0x01]) + d[HEADER + 1:],
+    "version_0": lambda d: d[: len(MAGIC)] + b"\x00" + d[len(MAGIC) + 1 :],
+    "version_2": lambda d: d[: len(MAGIC)] + b"\x02" + d[len(MAGIC) + 1 :],
+    "flip_body_byte": lambda d: d[:HEADER] + bytes([d[HEADER] ^ 0x01]) + d[HEADER + 1 :],
     "flip_digest_byte": lambda d: d[:-1] + bytes([d[-1] ^ 0x01]),
     "resign": lambda d: sign(d[:-DIGEST]),  # a correct digest for whatever precedes it
     # valid length and digest, bad body:
@@ -169,7 +177,7 @@ def _view(data: bytes, label: _Labels) -> Any:
     if data == b"":
         return ""
     try:
-        (length,) = struct.unpack(">Q", data[len(MAGIC) + 1:HEADER])
+        (length,) = struct.unpack(">Q", data[len(MAGIC) + 1 : HEADER])
         if len(data) != HEADER + length + DIGEST:
             raise ValueError("length")
         raw = data[HEADER:-DIGEST]
@@ -178,7 +186,7 @@ def _view(data: bytes, label: _Labels) -> Any:
     except Exception:  # noqa: BLE001 - anything else is shown raw
         return {"unparsable": data.hex()}
     return {
-        "magic": data[:len(MAGIC)].decode("latin-1"),
+        "magic": data[: len(MAGIC)].decode("latin-1"),
         "version": data[len(MAGIC)],
         "body_length": length,
         "digest_is_sha256_of_the_rest": hashlib.sha256(data[:-DIGEST]).digest() == data[-DIGEST:],
@@ -225,8 +233,10 @@ def _error(error: BaseException, label: _Labels, replicas: set[int]) -> dict:
 def _state_bytes(loader) -> bytes:
     state = loader.state_dict()
     if not (isinstance(state, Mapping) and list(state) == ["zephon"] and isinstance(state["zephon"], bytes)):
-        raise AssertionError(f"state_dict() returned {state!r}, but should be {{'zephon': bytes}} [state-before-start, "
-                             f"state-after-start]")
+        raise AssertionError(
+            f"state_dict() returned {state!r}, but should be {{'zephon': bytes}} [state-before-start, "
+            f"state-after-start]"
+        )
     return state["zephon"]
 
 
@@ -272,8 +282,15 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                 argument = _argument(action, specs, saved)
                 if verb == "new":
                     current_replicas = argument.get("canonical_replicas", 1)
-                    spy = SpyPipeline(index_pipeline(Path(scratch) / f"step{step}", argument.pop("n"),
-                                                     argument.pop("chunk_size"), argument.pop("policy"), **argument))
+                    spy = SpyPipeline(
+                        index_pipeline(
+                            Path(scratch) / f"step{step}",
+                            argument.pop("n"),
+                            argument.pop("chunk_size"),
+                            argument.pop("policy"),
+                            **argument,
+                        )
+                    )
                     loader = None
                 elif loader is None and verb != "new":
                     raise ValueError(f"state script action {action!r} before any successful 'new:P'")
@@ -294,8 +311,10 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                     elif verb == "iterator":
                         outcome = isinstance(loader, collections.abc.Iterator)
                     elif verb == "distributed":
-                        outcome = {"class": getattr(type(loader), "use_distributed_checkpointing", "<missing>"),
-                                   "instance": getattr(loader, "use_distributed_checkpointing", "<missing>")}
+                        outcome = {
+                            "class": getattr(type(loader), "use_distributed_checkpointing", "<missing>"),
+                            "instance": getattr(loader, "use_distributed_checkpointing", "<missing>"),
+                        }
                     elif verb == "close":
                         outcome = loader.close()
                     elif verb == "state":

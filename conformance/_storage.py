@@ -77,9 +77,7 @@ def shared_storage(named: Mapping[str, Any], against: Mapping[str, Any] | None =
     """Pairs ``(name, other)`` whose memory overlaps: every pair within ``named``, or, with
     ``against``, every pair of one entry of ``named`` and one of ``against``."""
     pairs = (
-        combinations(named.items(), 2)
-        if against is None
-        else ((a, b) for a in named.items() for b in against.items())
+        combinations(named.items(), 2) if against is None else ((a, b) for a in named.items() for b in against.items())
     )
     found = []
     for (name_a, a), (name_b, b) in pairs:
@@ -95,8 +93,14 @@ def shared_storage(named: Mapping[str, Any], against: Mapping[str, Any] | None =
 
 def _tensor_state(tensor: torch.Tensor) -> tuple:
     return (
-        "tensor", id(tensor), str(tensor.dtype), tuple(tensor.shape), tuple(tensor.stride()),
-        tensor.storage_offset(), str(tensor.device), tensor.untyped_storage().data_ptr(),
+        "tensor",
+        id(tensor),
+        str(tensor.dtype),
+        tuple(tensor.shape),
+        tuple(tensor.stride()),
+        tensor.storage_offset(),
+        str(tensor.device),
+        tensor.untyped_storage().data_ptr(),
         tensor.detach().cpu().tolist(),
     )
 

@@ -104,11 +104,15 @@ def payload_form(batch: SampleBatch, form: str) -> SampleBatch:
 
 def describe_rows(rows: Sequence[Row]) -> str:
     """The rows as a reproducible Python literal, for failure messages."""
-    return "[" + ", ".join(
-        f"Row(tokens={list(r.tokens)}, positions={None if r.positions is None else list(r.positions)}, "
-        f"padding_length={r.padding_length})"
-        for r in rows
-    ) + "]"
+    return (
+        "["
+        + ", ".join(
+            f"Row(tokens={list(r.tokens)}, positions={None if r.positions is None else list(r.positions)}, "
+            f"padding_length={r.padding_length})"
+            for r in rows
+        )
+        + "]"
+    )
 
 
 def rows_of(batch: SampleBatch) -> list[Row]:

@@ -146,8 +146,15 @@ def load_backend(spec: str) -> Backend:
         capabilities = frozenset(declared) & set(CAPABILITIES)
         ignored = frozenset(declared) - capabilities
     version = str(getattr(impl, "__version__", "unknown"))
-    return Backend(name=spec, version=version, impl=impl, capabilities=capabilities,
-                   declared=declared is not None, spec_version=targets, ignored=ignored)
+    return Backend(
+        name=spec,
+        version=version,
+        impl=impl,
+        capabilities=capabilities,
+        declared=declared is not None,
+        spec_version=targets,
+        ignored=ignored,
+    )
 
 
 def _targeted_spec_version(spec: str, impl: Any) -> str:

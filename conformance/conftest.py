@@ -103,8 +103,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"{backend.spec_version}; suite {suite_version()} checks SPEC {spec_version()}",
         f"  capabilities ({how}): {', '.join(sorted(backend.capabilities)) or 'none'}",
         f"  not supported: {', '.join(missing) or 'none'}",
-        *([f"  declared but unknown to this suite (ignored): {', '.join(sorted(backend.ignored))}"]
-          if backend.ignored else []),
+        *(
+            [f"  declared but unknown to this suite (ignored): {', '.join(sorted(backend.ignored))}"]
+            if backend.ignored
+            else []
+        ),
     ]
 
 
@@ -153,7 +156,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # backend that declares none of them is never judged on it.
             problems.extend(
                 f"{item.nodeid}: clause {cid!r} is in none of the profiles it requires {required}"
-                for cid in ids if not any(cid in profiles.get(cap, ()) for cap in required)
+                for cid in ids
+                if not any(cid in profiles.get(cap, ()) for cap in required)
             )
     if problems:
         raise pytest.UsageError("conformance tests must cite known SPEC clauses:\n  " + "\n  ".join(problems))
@@ -197,8 +201,10 @@ def _reproduce_command(nodeid: str, backend_name: str, rootdir: Path) -> str:
     its rootdir, so the command changes there first."""
     path = os.environ.get("PYTHONPATH")
     prefix = f"PYTHONPATH={shlex.quote(path)} " if path else ""
-    return (f"cd {shlex.quote(str(rootdir))} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} "
-            f"--backend={shlex.quote(backend_name)}")
+    return (
+        f"cd {shlex.quote(str(rootdir))} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} "
+        f"--backend={shlex.quote(backend_name)}"
+    )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -206,11 +212,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     backend: Backend = item.config._batchspec_backend
     if report.failed:
-        report.sections.append(("batchspec", f"reproduce with: {_reproduce_command(item.nodeid, backend.name, item.config.rootpath)}"))
+        report.sections.append(
+            ("batchspec", f"reproduce with: {_reproduce_command(item.nodeid, backend.name, item.config.rootpath)}")
+        )
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        cited = list(dict.fromkeys(
-            split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args
-        ))
+        cited = list(dict.fromkeys(split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args))
         outcome = report.outcome
         if report.skipped and NOT_SUPPORTED in str(report.longrepr):
             outcome = "not supported"
@@ -265,9 +271,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             "suite_version": suite_version(),
             "capabilities": sorted(backend.capabilities),
             "clauses": {
-                clause: {"level": level, "status": status, "tests": [
-                    {"nodeid": nodeid, "outcome": outcome} for nodeid, outcome in outcomes[clause]
-                ]}
+                clause: {
+                    "level": level,
+                    "status": status,
+                    "tests": [{"nodeid": nodeid, "outcome": outcome} for nodeid, outcome in outcomes[clause]],
+                }
                 for clause, level, status, _ in rows
             },
             "untested_must_clauses": untested,

@@ -68,8 +68,13 @@ SPEC = REPO / "SPEC.md"
 TENSOR = "$tensor"  # marks a tensor in a JSON skeleton: {"$tensor": "<key in the safetensors file>"}
 RECORD, INPUTS, EXPECTED = "record.json", "inputs.safetensors", "expected.safetensors"
 # Functions whose output key order is part of the contract (SPEC.md, "``Datum`` and the canonical collaters").
-ORDERED_OUTPUT = {"collate_datums", "default_collater", "packed_sequence_thd_collater", "pack_features_for_thd",
-                  "Datum.to_features"}
+ORDERED_OUTPUT = {
+    "collate_datums",
+    "default_collater",
+    "packed_sequence_thd_collater",
+    "pack_features_for_thd",
+    "Datum.to_features",
+}
 REGENERATE = "python -m conformance.goldens"
 
 
@@ -119,12 +124,14 @@ def rows(*rows: Row | Mapping[str, Any], **common: Any) -> dict[str, Any]:
     for item in rows:
         options = dict(item) if isinstance(item, Mapping) else {"row": item}
         row = options.pop("row")
-        out.append({
-            "tokens": long(list(row.tokens)),
-            "positions": None if row.positions is None else long(list(row.positions)),
-            "padding_length": row.padding_length,
-            **options,
-        })
+        out.append(
+            {
+                "tokens": long(list(row.tokens)),
+                "positions": None if row.positions is None else long(list(row.positions)),
+                "padding_length": row.padding_length,
+                **options,
+            }
+        )
     return {"rows": out, **common}
 
 
@@ -206,15 +213,25 @@ def _contract(spec: Mapping[str, Any] | None) -> Any:
     spec = dict(spec or {})
     if spec.pop("minimal", False):  # a plain object with only the given attributes
         return SimpleNamespace(**spec)
-    if set(spec) <= {"packed_mask_type", "return_packed_sequence_metadata", "return_document_ids",
-                     "max_sequence_length"}:
+    if set(spec) <= {
+        "packed_mask_type",
+        "return_packed_sequence_metadata",
+        "return_document_ids",
+        "max_sequence_length",
+    }:
         return Contract(**spec)
     return SimpleNamespace(**spec)
 
 
 def _sample_batch(rows_in: list[Mapping[str, Any]]):
-    built = [Row(tuple(r["tokens"].tolist()), None if r["positions"] is None else tuple(r["positions"].tolist()),
-                 r["padding_length"]) for r in rows_in]
+    built = [
+        Row(
+            tuple(r["tokens"].tolist()),
+            None if r["positions"] is None else tuple(r["positions"].tolist()),
+            r["padding_length"],
+        )
+        for r in rows_in
+    ]
     batch = sample_batch(built)
     for record, r in zip(batch.records, rows_in):
         payload = record.payload
@@ -234,8 +251,13 @@ def _sample_batch(rows_in: list[Mapping[str, Any]]):
 
 
 def _payload_state(batch) -> list:
-    return [({k: (v.tolist() if hasattr(v, "tolist") else copy.deepcopy(v)) for k, v in r.payload.items()},
-             copy.deepcopy(r.meta.tags)) for r in batch.records]
+    return [
+        (
+            {k: (v.tolist() if hasattr(v, "tolist") else copy.deepcopy(v)) for k, v in r.payload.items()},
+            copy.deepcopy(r.meta.tags),
+        )
+        for r in batch.records
+    ]
 
 
 def _tensors(value: Any, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -243,8 +265,15 @@ def _tensors(value: Any, prefix: str = "") -> dict[str, torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return {prefix: value}
     found: dict[str, torch.Tensor] = {}
-    items = (value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple))
-             else vars(value).items() if hasattr(value, "__dict__") else ())
+    items = (
+        value.items()
+        if isinstance(value, Mapping)
+        else enumerate(value)
+        if isinstance(value, (list, tuple))
+        else vars(value).items()
+        if hasattr(value, "__dict__")
+        else ()
+    )
     for key, item in items:
         found.update(_tensors(item, f"{prefix}.{key}" if prefix else str(key)))
     return found
@@ -269,10 +298,14 @@ def _run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> t
     pipeline = RecordingPipeline(batches, o.get("fail_at"), failure)
     contract = _contract(o.get("contract"))
     output_format = o.get("output_format", "batched")
-    convert = functools.partial(impl.convert_text_batch, packing_contract=contract,
-                                ignore_index=o.get("ignore_index", -100),
-                                mask_segment_starts=o.get("mask_segment_starts", False),
-                                allow_cross_document_attention=o.get("xdoc", False), output_format=output_format)
+    convert = functools.partial(
+        impl.convert_text_batch,
+        packing_contract=contract,
+        ignore_index=o.get("ignore_index", -100),
+        mask_segment_starts=o.get("mask_segment_starts", False),
+        allow_cross_document_attention=o.get("xdoc", False),
+        output_format=output_format,
+    )
     seen: list = []
     convert_failure = ValueError("conversion failed")
 
@@ -303,15 +336,25 @@ def _run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> t
             except Exception as error:  # noqa: BLE001 - recorded and compared
                 # The type, and whether it is the injected exception itself [loader-failure-closes];
                 # never the message, which is not normative text.
-                outcomes.append({"raised": type(error).__name__,
-                                 "same_exception": error is failure or error is convert_failure})
+                outcomes.append(
+                    {"raised": type(error).__name__, "same_exception": error is failure or error is convert_failure}
+                )
         else:
             raise GoldenError(f"unknown loader action {action!r}")
-    out = {"outcomes": outcomes, "iter_calls_at_construction": at_construction, "iter_calls": pipeline.iter_calls,
-           "batches_taken": pipeline.taken, "stream_closed": pipeline.closed,
-           "batches_converted": len(seen), "converted_in_stream_order": all(a is b for a, b in zip(seen, batches))}
-    changed = [f"SampleBatch {i}'s payloads or tags [loader-next]" for i, (b, s) in enumerate(zip(batches, before))
-               if _payload_state(b) != s]
+    out = {
+        "outcomes": outcomes,
+        "iter_calls_at_construction": at_construction,
+        "iter_calls": pipeline.iter_calls,
+        "batches_taken": pipeline.taken,
+        "stream_closed": pipeline.closed,
+        "batches_converted": len(seen),
+        "converted_in_stream_order": all(a is b for a, b in zip(seen, batches)),
+    }
+    changed = [
+        f"SampleBatch {i}'s payloads or tags [loader-next]"
+        for i, (b, s) in enumerate(zip(batches, before))
+        if _payload_state(b) != s
+    ]
     return out, changed
 
 
@@ -322,14 +365,22 @@ def call(impl: Any, function: str, inputs: Mapping[str, Any], options: Mapping[s
     o = dict(options)
     if function == "ZephonDataLoader":
         return _run_loader(impl, inputs, o)
-    if function == "ZephonDataLoader.state":  # single-process checkpoint state over real pipelines: conformance/_state_script.py
+    if (
+        function == "ZephonDataLoader.state"
+    ):  # single-process checkpoint state over real pipelines: conformance/_state_script.py
         return run_state_script(impl, inputs, o), []
     if function == "convert_text_batch":
         batch = _sample_batch(inputs["rows"])
         before = _payload_state(batch)
         out = impl.convert_text_batch(
-            batch, _contract(o.get("contract")), o.get("ignore_index", -100), o.get("mask_segment_starts", False),
-            o.get("xdoc", False), o.get("output_format", "batched"), o.get("pad_to_length"), o.get("pad_token_id"),
+            batch,
+            _contract(o.get("contract")),
+            o.get("ignore_index", -100),
+            o.get("mask_segment_starts", False),
+            o.get("xdoc", False),
+            o.get("output_format", "batched"),
+            o.get("pad_to_length"),
+            o.get("pad_token_id"),
         )
         changed = ["the SampleBatch's payloads or tags [ctb-no-mutation]"] if _payload_state(batch) != before else []
         return out, changed
@@ -337,8 +388,11 @@ def call(impl: Any, function: str, inputs: Mapping[str, Any], options: Mapping[s
     snapshot = {k: (v, v.clone()) for k, v in _tensors(inputs).items()}
 
     def mutations() -> list[str]:
-        return [f"input tensor {k} was modified in place" for k, (v, copy_) in snapshot.items()
-                if not (v.dtype == copy_.dtype and v.shape == copy_.shape and torch.equal(v, copy_))]
+        return [
+            f"input tensor {k} was modified in place"
+            for k, (v, copy_) in snapshot.items()
+            if not (v.dtype == copy_.dtype and v.shape == copy_.shape and torch.equal(v, copy_))
+        ]
 
     if function in {"build_packed_sequence_metadata", "get_unpad_data"}:
         result = getattr(impl, function)(inputs["mask"])
@@ -360,8 +414,15 @@ def call(impl: Any, function: str, inputs: Mapping[str, Any], options: Mapping[s
         return {"returns": result}, ([] if vars(contract) == before else ["the contract was modified"])
     if function == "DEFAULT_PACKED_SEQUENCE_CONTRACT":
         contract = impl.DEFAULT_PACKED_SEQUENCE_CONTRACT
-        out = {name: getattr(contract, name, "<missing>") for name in (
-            "packed_mask_type", "return_packed_sequence_metadata", "return_document_ids", "max_sequence_length")}
+        out = {
+            name: getattr(contract, name, "<missing>")
+            for name in (
+                "packed_mask_type",
+                "return_packed_sequence_metadata",
+                "return_document_ids",
+                "max_sequence_length",
+            )
+        }
         try:
             contract.packed_mask_type = "document_ids"
         except Exception:  # noqa: BLE001 - any refusal counts as immutable
@@ -385,14 +446,18 @@ def call(impl: Any, function: str, inputs: Mapping[str, Any], options: Mapping[s
         kwargs = {k: o[k] for k in ("packed", "pad_seq_len_divisible", "ignore_index") if k in o}
         out = impl.collate_datums(datums, *o.get("positional", ()), **kwargs)
         after = _tensors(datums)
-        bad = [f"datum {k} changed [collate-no-mutation]" for k, v in state.items()
-               if k not in after or not torch.equal(after[k], v)]
+        bad = [
+            f"datum {k} changed [collate-no-mutation]"
+            for k, v in state.items()
+            if k not in after or not torch.equal(after[k], v)
+        ]
         if [sorted(d.loss_fn_inputs) for d in datums] != keys:
             bad.append("a datum's loss_fn_inputs keys changed [collate-no-mutation]")
         return out, bad
     if function == "default_collater":
-        return impl.default_collater(inputs["batch"], *([o["pad_seq_len_divisible"]]
-                                                        if "pad_seq_len_divisible" in o else [])), []
+        return impl.default_collater(
+            inputs["batch"], *([o["pad_seq_len_divisible"]] if "pad_seq_len_divisible" in o else [])
+        ), []
     if function == "packed_sequence_thd_collater":
         return impl.packed_sequence_thd_collater(inputs["batch"]), []
     if function == "pack_features_for_thd":
@@ -426,7 +491,8 @@ def compare(actual: Any, expected: Any, *, clause: str, call_text: str, path: st
         for key, want in expected.items():
             if key not in actual:
                 raise AssertionError(
-                    f"key {key!r} is missing, but should be present; keys: {list(actual)} [{clause}: {call_text}]")
+                    f"key {key!r} is missing, but should be present; keys: {list(actual)} [{clause}: {call_text}]"
+                )
             compare(actual[key], want, clause=clause, call_text=call_text, path=f"{path}.{key}" if path else key)
     elif isinstance(expected, list):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
@@ -529,11 +595,20 @@ def build_files(case: Case, version: str, reference: Any = None) -> dict[str, by
     where = f"{case.generator} ({case.name})"
     call_text = f"{case.function}(golden case {case.name})"
     if case.error is not None:
-        error_type = {"ValueError": ValueError, "TypeError": TypeError, "KeyError": KeyError,
-                      "RuntimeError": RuntimeError, "IndexError": IndexError}[case.error[0]]
+        error_type = {
+            "ValueError": ValueError,
+            "TypeError": TypeError,
+            "KeyError": KeyError,
+            "RuntimeError": RuntimeError,
+            "IndexError": IndexError,
+        }[case.error[0]]
         try:
-            assert_raises(error_type, tuple(case.error[1]), lambda: call(reference, case.function, case.inputs,
-                                                                         case.options), clause="golden")
+            assert_raises(
+                error_type,
+                tuple(case.error[1]),
+                lambda: call(reference, case.function, case.inputs, case.options),
+                clause="golden",
+            )
         except AssertionError as error:
             raise GoldenError(f"canon case {where}: the reference disagrees: {error}") from None
         expected_tree, keys = None, None
@@ -544,18 +619,21 @@ def build_files(case: Case, version: str, reference: Any = None) -> dict[str, by
             raise GoldenError(
                 f"case {where}: the reference raised {type(error).__name__}: {error} (a call that must raise is a "
                 "canon case with error=(type, facts); a scripted case records errors only when it declares "
-                "expects_error=True)") from None
+                "expects_error=True)"
+            ) from None
         if mutated:
             raise GoldenError(f"case {where}: the reference mutated its inputs: {mutated}")
         if case.expected is not None:
             try:
                 compare(output, case.expected, clause="canon", call_text=call_text)
-                check_keys(case.function, output, list(case.keys) if case.keys else None, clause="canon",
-                           call_text=call_text)
+                check_keys(
+                    case.function, output, list(case.keys) if case.keys else None, clause="canon", call_text=call_text
+                )
             except AssertionError as error:
                 raise GoldenError(
                     f"canon case {where}: the reference disagrees with the hand-written expectation, so nothing "
-                    f"was written (canon is never regenerated; fix the reference or the case): {error}") from None
+                    f"was written (canon is never regenerated; fix the reference or the case): {error}"
+                ) from None
             expected_tree = _plain(case.expected)
             keys = list(case.keys) if case.keys else None
         else:
@@ -564,10 +642,12 @@ def build_files(case: Case, version: str, reference: Any = None) -> dict[str, by
                 raise GoldenError(
                     f"generated case {where}: the reference raised ({'; '.join(raised)}), but the case does not "
                     "declare expects_error=True: a generated case that silently records an error tests nothing it "
-                    "claims to; fix its inputs, or declare the error it expects")
+                    "claims to; fix its inputs, or declare the error it expects"
+                )
             if case.expects_error and not raised:
-                raise GoldenError(f"generated case {where}: declares expects_error=True, but the reference raised "
-                                  "nothing")
+                raise GoldenError(
+                    f"generated case {where}: declares expects_error=True, but the reference raised nothing"
+                )
             expected_tree = _plain(output)
             keys = list(output) if isinstance(output, Mapping) else None
     input_tensors: dict[str, torch.Tensor] = {}
@@ -670,7 +750,8 @@ def read_verified(root: Path, relpath: str, index: Mapping) -> bytes:
     if digest != index["files"][relpath]:
         raise GoldenError(
             f"golden/{relpath}: sha256 {digest} does not match the index ({index['files'][relpath]}): the file was "
-            f"modified, truncated or is stale; regenerate with {REGENERATE}")
+            f"modified, truncated or is stale; regenerate with {REGENERATE}"
+        )
     return data
 
 
@@ -715,10 +796,19 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
     clause = ",".join(case.clauses)
     call_text = f"{case.function}(golden case {case.name}: {record['description']})"
     if record["error"] is not None:
-        error_type = {"ValueError": ValueError, "TypeError": TypeError, "KeyError": KeyError,
-                      "RuntimeError": RuntimeError, "IndexError": IndexError}[record["error"]["type"]]
-        assert_raises(error_type, tuple(_fact_of(f) for f in record["error"]["facts"]),
-                      lambda: call(impl, case.function, case.inputs, record["options"]), clause=clause)
+        error_type = {
+            "ValueError": ValueError,
+            "TypeError": TypeError,
+            "KeyError": KeyError,
+            "RuntimeError": RuntimeError,
+            "IndexError": IndexError,
+        }[record["error"]["type"]]
+        assert_raises(
+            error_type,
+            tuple(_fact_of(f) for f in record["error"]["facts"]),
+            lambda: call(impl, case.function, case.inputs, record["options"]),
+            clause=clause,
+        )
         return
     output, mutated = call(impl, case.function, case.inputs, record["options"])
     assert not mutated, f"inputs modified: {mutated} [{clause}: {call_text}]"
@@ -748,18 +838,24 @@ def render_case(case: Case) -> str:
     if case.kind != "canon" or case.expected is None:
         raise GoldenError(f"SPEC.md may only render canon cases with expected values; {case.name} is not one")
     opts = ", ".join(f"{k}={json.dumps(v)}" for k, v in case.options.items())
-    lines = [f"<!-- golden:{case.name} -->",
-             f"*Rendered from golden case `{case.name}` ({case.generator}); edit the case, then run "
-             f"`python -m conformance.goldens --render-spec`.* `{case.function}({opts})` →", ""]
+    lines = [
+        f"<!-- golden:{case.name} -->",
+        f"*Rendered from golden case `{case.name}` ({case.generator}); edit the case, then run "
+        f"`python -m conformance.goldens --render-spec`.* `{case.function}({opts})` →",
+        "",
+    ]
     for path, value in _tensors(case.inputs).items():
         lines.append(f"- input `{path}` {_render_value(value)}")
     for index, row in enumerate(case.inputs.get("rows", [])):
         lines.append(f"- input `rows.{index}.padding_length` `{json.dumps(row['padding_length'])}`")
     for key, value in case.expected.items():
         if isinstance(value, torch.Tensor) and value.dim() == 4:
-            lines.append(f"- `{key}` {str(value.dtype).removeprefix('torch.')} {list(value.shape)}, rows per query: "
-                         + "; ".join("`" + " ".join("".join("1" if x else "." for x in q) for q in b[0].tolist()) + "`"
-                                     for b in value))
+            lines.append(
+                f"- `{key}` {str(value.dtype).removeprefix('torch.')} {list(value.shape)}, rows per query: "
+                + "; ".join(
+                    "`" + " ".join("".join("1" if x else "." for x in q) for q in b[0].tolist()) + "`" for b in value
+                )
+            )
         else:
             lines.append(f"- `{key}` {_render_value(value)}")
     lines.append("<!-- /golden -->")
@@ -806,8 +902,11 @@ def check(root: Path = ROOT, spec_path: Path = SPEC) -> list[str]:
     cases = all_cases()
     files = _all_files(cases)
     problems = []
-    on_disk = {p.relative_to(root).as_posix() for p in (root / "data").rglob("*") if p.is_file()} \
-        if (root / "data").exists() else set()
+    on_disk = (
+        {p.relative_to(root).as_posix() for p in (root / "data").rglob("*") if p.is_file()}
+        if (root / "data").exists()
+        else set()
+    )
     for relpath, content in files.items():
         path = root / relpath
         if not path.exists():
@@ -818,8 +917,9 @@ def check(root: Path = ROOT, spec_path: Path = SPEC) -> list[str]:
     if spec_path.exists():
         text = spec_path.read_text(encoding="utf-8")
         if render_spec(text, cases) != text:
-            problems.append(f"{spec_path.name}: golden example blocks differ from the cases; run "
-                            f"{REGENERATE} --render-spec")
+            problems.append(
+                f"{spec_path.name}: golden example blocks differ from the cases; run {REGENERATE} --render-spec"
+            )
     return problems
 
 

@@ -11,7 +11,13 @@ import re
 from pathlib import Path
 
 __all__ = [
-    "CLAUSE_PATTERN", "SPEC_PATH", "major", "spec_clause_items", "spec_clauses", "spec_profiles", "spec_version",
+    "CLAUSE_PATTERN",
+    "SPEC_PATH",
+    "major",
+    "spec_clause_items",
+    "spec_clauses",
+    "spec_profiles",
+    "spec_version",
     "split_citation",
 ]
 
@@ -71,7 +77,7 @@ def spec_clause_items(path: Path = SPEC_PATH) -> dict[str, set[int]]:
     items: dict[str, set[int]] = {}
     for index, match in enumerate(starts):
         end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
-        body = text[match.end():end].split("\n\n")[0]  # the clause's own paragraph(s) of list items
+        body = text[match.end() : end].split("\n\n")[0]  # the clause's own paragraph(s) of list items
         body = re.split(r"\n- |\n#", body)[0]
         numbers = {int(n) for n in ITEM_PATTERN.findall(body)}
         items[match.group(1)] = numbers if numbers == set(range(1, len(numbers) + 1)) else set()

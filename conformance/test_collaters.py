@@ -37,8 +37,13 @@ THD_KEYS = ["input_ids", "labels", "position_ids", "seq_lens", "seq_lens_padded"
 def test_default_collater_pad_values_per_key(backend):
     """labels -100, attention_mask/loss_mask/input_ids 0, other keys item 0's last element."""
     batch = [
-        {"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1], "loss_mask": [1, 1, 0],
-         "token_type_ids": [5, 6, 7]},
+        {
+            "input_ids": [1, 2, 3],
+            "labels": [2, 3, 4],
+            "attention_mask": [1, 1, 1],
+            "loss_mask": [1, 1, 0],
+            "token_type_ids": [5, 6, 7],
+        },
         {"input_ids": [4], "labels": [5], "attention_mask": [1], "loss_mask": [1], "token_type_ids": [8]},
     ]
     call = "default_collater([{ids 3 long, token_type_ids [5,6,7]}, {ids 1 long, token_type_ids [8]}])"
@@ -63,8 +68,9 @@ def test_default_collater_unknown_key_pads_with_item0_last_element(backend):
     call = "default_collater([{segment: [9]}, {segment: [1,2,3]}])"
     out = backend.default_collater(batch)
     assert_tensor_equal("segment", out["segment"], long([[9, 9, 9], [1, 2, 3]]), clause="dcoll-pad-values", call=call)
-    assert_tensor_equal("input_ids", out["input_ids"], long([[1, 0, 0], [2, 3, 4]]), clause="dcoll-pad-values",
-                        call=call)
+    assert_tensor_equal(
+        "input_ids", out["input_ids"], long([[1, 0, 0], [2, 3, 4]]), clause="dcoll-pad-values", call=call
+    )
 
 
 @pytest.mark.requires("collaters")
@@ -74,8 +80,13 @@ def test_default_collater_pad_override(backend, on_every_item):
     """___PAD_TOKEN_IDS___ on item 0 overrides the pad values and is absent from the output."""
     override = {"input_ids": 7, "labels": -1, "attention_mask": 0, "segment": 3}
     batch = [
-        {"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1], "segment": [5, 5, 5],
-         PAD: dict(override)},
+        {
+            "input_ids": [1, 2, 3],
+            "labels": [2, 3, 4],
+            "attention_mask": [1, 1, 1],
+            "segment": [5, 5, 5],
+            PAD: dict(override),
+        },
         {"input_ids": [4], "labels": [5], "attention_mask": [1], "segment": [6]},
     ]
     if on_every_item:
@@ -143,7 +154,8 @@ def test_default_collater_no_padding_mask_without_ids_or_mask(backend):
 @pytest.mark.requires("collaters")
 @pytest.mark.clause("dcoll-fields")
 @pytest.mark.parametrize(
-    ("divisible", "width"), [(None, 3), (1, 3), (3, 3), (4, 4), (5, 5), (8, 8)],
+    ("divisible", "width"),
+    [(None, 3), (1, 3), (3, 3), (4, 4), (5, 5), (8, 8)],
 )
 def test_default_collater_pad_seq_len_divisible(backend, divisible, width):
     """List fields are padded to the longest length rounded up to a multiple of the divisor."""
@@ -159,7 +171,9 @@ def test_default_collater_pad_seq_len_divisible(backend, divisible, width):
     assert_batch_equal(out, expected, clause="dcoll-fields", call=call)
     batch = [{"input_ids": [1, 2, 3], "attention_mask": [1, 1, 1]}, {"input_ids": [4], "attention_mask": [1]}]
     out = backend.default_collater(batch, pad_seq_len_divisible=divisible)
-    assert_batch_equal(out, expected, clause="dcoll-fields", call=f"default_collater(batch, pad_seq_len_divisible={divisible})")
+    assert_batch_equal(
+        out, expected, clause="dcoll-fields", call=f"default_collater(batch, pad_seq_len_divisible={divisible})"
+    )
 
 
 @pytest.mark.requires("collaters")
@@ -167,10 +181,18 @@ def test_default_collater_pad_seq_len_divisible(backend, divisible, width):
 def test_default_collater_tensor_fields_are_concatenated(backend):
     """Tensor values are concatenated along dim 0 with their dtype; a 1-D tensor counts as [1, N]."""
     batch = [
-        {"input_ids": [1, 2], "pixel": torch.tensor([[1.5, 2.5]], dtype=torch.float64),
-         "ids32": torch.tensor([1, 2, 3], dtype=torch.int32), "flags": torch.tensor([[[T, F]]])},
-        {"input_ids": [3], "pixel": torch.tensor([[3.5, 4.5], [5.5, 6.5]], dtype=torch.float64),
-         "ids32": torch.tensor([4, 5, 6], dtype=torch.int32), "flags": torch.tensor([[[F, F]], [[T, T]]])},
+        {
+            "input_ids": [1, 2],
+            "pixel": torch.tensor([[1.5, 2.5]], dtype=torch.float64),
+            "ids32": torch.tensor([1, 2, 3], dtype=torch.int32),
+            "flags": torch.tensor([[[T, F]]]),
+        },
+        {
+            "input_ids": [3],
+            "pixel": torch.tensor([[3.5, 4.5], [5.5, 6.5]], dtype=torch.float64),
+            "ids32": torch.tensor([4, 5, 6], dtype=torch.int32),
+            "flags": torch.tensor([[[F, F]], [[T, T]]]),
+        },
     ]
     call = "default_collater([{pixel f64 [1,2], ids32 int32 [3], flags bool [1,1,2]}, {pixel [2,2], ids32 [3], flags [2,1,2]}])"
     out = backend.default_collater(batch, 4)
@@ -189,8 +211,10 @@ def test_default_collater_tensor_fields_are_concatenated(backend):
 @pytest.mark.clause("dcoll-fields")
 def test_default_collater_tensor_input_ids(backend):
     """Pre-batched [1, S] tensor input_ids are concatenated and keep int32; padding_mask follows."""
-    batch = [{"input_ids": torch.tensor([[5, 0, 6]], dtype=torch.int32)},
-             {"input_ids": torch.tensor([[0, 7, 8]], dtype=torch.int32)}]
+    batch = [
+        {"input_ids": torch.tensor([[5, 0, 6]], dtype=torch.int32)},
+        {"input_ids": torch.tensor([[0, 7, 8]], dtype=torch.int32)},
+    ]
     call = "default_collater([{input_ids: int32 [[5,0,6]]}, {input_ids: int32 [[0,7,8]]}])"
     out = backend.default_collater(batch)
     expected = {
@@ -211,7 +235,11 @@ def test_default_collater_tensor_input_ids(backend):
         ((np.int64(3), np.int64(4)), [3, 4], None),
         ((np.float32(0.5), np.float32(1.5)), [0.5, 1.5], None),
         ((torch.tensor(2, dtype=torch.int32), torch.tensor(5, dtype=torch.int32)), [2, 5], torch.int32),
-        ((torch.tensor(0.25, dtype=torch.float64), torch.tensor(0.75, dtype=torch.float64)), [0.25, 0.75], torch.float64),
+        (
+            (torch.tensor(0.25, dtype=torch.float64), torch.tensor(0.75, dtype=torch.float64)),
+            [0.25, 0.75],
+            torch.float64,
+        ),
     ],
     ids=["int", "float", "np-int64", "np-float32", "0d-int32", "0d-float64"],
 )
@@ -261,10 +289,20 @@ def test_default_collater_errors(backend):
 def prepacked_batch(extra: bool = False) -> list[dict]:
     """Two pre-packed items of length 6 with 2 and 3 sequences."""
     batch = [
-        {"input_ids": [1, 2, 3, 99, 4, 5], "labels": [2, 3, X, X, 5, X], "position_ids": [0, 1, 2, 0, 0, 1],
-         "seq_lens": [3, 2], "seq_lens_padded": [4, 2]},
-        {"input_ids": [6, 7, 8, 9, 10, 11], "labels": [7, X, 9, X, 11, X], "position_ids": [0, 1, 0, 1, 0, 1],
-         "seq_lens": [2, 2, 2], "seq_lens_padded": [2, 2, 2]},
+        {
+            "input_ids": [1, 2, 3, 99, 4, 5],
+            "labels": [2, 3, X, X, 5, X],
+            "position_ids": [0, 1, 2, 0, 0, 1],
+            "seq_lens": [3, 2],
+            "seq_lens_padded": [4, 2],
+        },
+        {
+            "input_ids": [6, 7, 8, 9, 10, 11],
+            "labels": [7, X, 9, X, 11, X],
+            "position_ids": [0, 1, 0, 1, 0, 1],
+            "seq_lens": [2, 2, 2],
+            "seq_lens_padded": [2, 2, 2],
+        },
     ]
     if extra:
         for item in batch:
@@ -289,7 +327,9 @@ PREPACKED = {
 @pytest.mark.parametrize("extra", [False, True], ids=["plain", "extra-keys"])
 def test_thd_collater_prepacked(backend, extra):
     """Pre-packed items are stacked; seq_lens pad with -1000; other keys are dropped."""
-    call = f"packed_sequence_thd_collater(two pre-packed items{', with attention_mask/loss_mask/' + PAD if extra else ''})"
+    call = (
+        f"packed_sequence_thd_collater(two pre-packed items{', with attention_mask/loss_mask/' + PAD if extra else ''})"
+    )
     out = backend.packed_sequence_thd_collater(prepacked_batch(extra))
     assert_keys(out, THD_KEYS, clause="thdcoll-prepacked", call=call)
     assert_batch_equal(out, PREPACKED, clause="thdcoll-prepacked", call=call)
@@ -299,8 +339,13 @@ def test_thd_collater_prepacked(backend, extra):
 @pytest.mark.clause("thdcoll-prepacked")
 def test_thd_collater_prepacked_single_item(backend):
     """One pre-packed record (as collate_datums builds it) becomes [1, L] and [1, N]."""
-    item = {"input_ids": [1, 2, 3], "labels": [2, X, 4], "position_ids": [0, 1, 0], "seq_lens": [2, 1],
-            "seq_lens_padded": [2, 1]}
+    item = {
+        "input_ids": [1, 2, 3],
+        "labels": [2, X, 4],
+        "position_ids": [0, 1, 0],
+        "seq_lens": [2, 1],
+        "seq_lens_padded": [2, 1],
+    }
     call = "packed_sequence_thd_collater([one pre-packed record])"
     out = backend.packed_sequence_thd_collater([item])
     expected = {

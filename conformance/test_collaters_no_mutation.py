@@ -28,29 +28,56 @@ def _t(values, dtype=torch.int64):
 
 
 DEFAULT_COLLATER_INPUTS = {
-    "lists": lambda: ([
-        {"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1], "segment": [5, 5, 5],
-         PAD: {"input_ids": 7, "labels": -1}},
-        {"input_ids": [4], "labels": [5], "attention_mask": [1], "segment": [6]},
-    ], ()),
-    "lists-divisible": lambda: ([
-        {"input_ids": [1, 2, 3], "labels": [2, 3, 4], PAD: {"input_ids": 0}},
-        {"input_ids": [4], "labels": [5]},
-    ], (8,)),
-    "tensors-1d": lambda: ([
-        {"input_ids": _t([1, 2, 3]), "attention_mask": _t([1, 1, 0]), "labels": [2, 3], PAD: {"labels": -1}},
-        {"input_ids": _t([4, 5, 6]), "attention_mask": _t([1, 1, 1]), "labels": [5]},
-    ], ()),
-    "tensors-2d": lambda: ([
-        {"input_ids": _t([[1, 2, 3]]), "pixel_values": _t([[0.5, 1.5]], torch.float32), "labels": [2, 3, 4],
-         PAD: {"input_ids": 9}},
-        {"input_ids": _t([[4, 5, 6], [7, 8, 9]]), "pixel_values": _t([[2.5, 3.5], [4.5, 5.5]], torch.float32),
-         "labels": [5]},
-    ], (4,)),
-    "scalars": lambda: ([
-        {"input_ids": [1, 2], "score": _t(0.5, torch.float32), "dataset_id": np.int64(3), PAD: {"input_ids": 0}},
-        {"input_ids": [3], "score": _t(1.5, torch.float32), "dataset_id": np.int64(4)},
-    ], ()),
+    "lists": lambda: (
+        [
+            {
+                "input_ids": [1, 2, 3],
+                "labels": [2, 3, 4],
+                "attention_mask": [1, 1, 1],
+                "segment": [5, 5, 5],
+                PAD: {"input_ids": 7, "labels": -1},
+            },
+            {"input_ids": [4], "labels": [5], "attention_mask": [1], "segment": [6]},
+        ],
+        (),
+    ),
+    "lists-divisible": lambda: (
+        [
+            {"input_ids": [1, 2, 3], "labels": [2, 3, 4], PAD: {"input_ids": 0}},
+            {"input_ids": [4], "labels": [5]},
+        ],
+        (8,),
+    ),
+    "tensors-1d": lambda: (
+        [
+            {"input_ids": _t([1, 2, 3]), "attention_mask": _t([1, 1, 0]), "labels": [2, 3], PAD: {"labels": -1}},
+            {"input_ids": _t([4, 5, 6]), "attention_mask": _t([1, 1, 1]), "labels": [5]},
+        ],
+        (),
+    ),
+    "tensors-2d": lambda: (
+        [
+            {
+                "input_ids": _t([[1, 2, 3]]),
+                "pixel_values": _t([[0.5, 1.5]], torch.float32),
+                "labels": [2, 3, 4],
+                PAD: {"input_ids": 9},
+            },
+            {
+                "input_ids": _t([[4, 5, 6], [7, 8, 9]]),
+                "pixel_values": _t([[2.5, 3.5], [4.5, 5.5]], torch.float32),
+                "labels": [5],
+            },
+        ],
+        (4,),
+    ),
+    "scalars": lambda: (
+        [
+            {"input_ids": [1, 2], "score": _t(0.5, torch.float32), "dataset_id": np.int64(3), PAD: {"input_ids": 0}},
+            {"input_ids": [3], "score": _t(1.5, torch.float32), "dataset_id": np.int64(4)},
+        ],
+        (),
+    ),
 }
 
 
@@ -59,11 +86,22 @@ def _prepacked(as_tensors: bool):
         return _t(values) if as_tensors else list(values)
 
     return [
-        {"input_ids": field([1, 2, 3, 99, 4, 5]), "labels": field([2, 3, X, X, 5, X]),
-         "position_ids": field([0, 1, 2, 0, 0, 1]), "seq_lens": [3, 2], "seq_lens_padded": [4, 2],
-         "attention_mask": field([1] * 6), PAD: {"input_ids": 0, "labels": X}},
-        {"input_ids": field([6, 7, 8, 9, 10, 11]), "labels": field([7, X, 9, X, 11, X]),
-         "position_ids": field([0, 1, 0, 1, 0, 1]), "seq_lens": [2, 2, 2], "seq_lens_padded": [2, 2, 2]},
+        {
+            "input_ids": field([1, 2, 3, 99, 4, 5]),
+            "labels": field([2, 3, X, X, 5, X]),
+            "position_ids": field([0, 1, 2, 0, 0, 1]),
+            "seq_lens": [3, 2],
+            "seq_lens_padded": [4, 2],
+            "attention_mask": field([1] * 6),
+            PAD: {"input_ids": 0, "labels": X},
+        },
+        {
+            "input_ids": field([6, 7, 8, 9, 10, 11]),
+            "labels": field([7, X, 9, X, 11, X]),
+            "position_ids": field([0, 1, 0, 1, 0, 1]),
+            "seq_lens": [2, 2, 2],
+            "seq_lens_padded": [2, 2, 2],
+        },
     ]
 
 
@@ -72,8 +110,12 @@ def _unpacked(as_tensors: bool):
         return _t(values) if as_tensors else list(values)
 
     return [
-        {"input_ids": field([1, 2, 3]), "labels": field([2, 3, 7]), "attention_mask": field([1, 1, 0]),
-         PAD: {"input_ids": 9, "labels": -1}},
+        {
+            "input_ids": field([1, 2, 3]),
+            "labels": field([2, 3, 7]),
+            "attention_mask": field([1, 1, 0]),
+            PAD: {"input_ids": 9, "labels": -1},
+        },
         {"input_ids": field([4, 5]), "labels": field([5, 6])},
     ]
 
@@ -86,11 +128,15 @@ THD_COLLATER_INPUTS = {
 }
 
 PACK_FEATURES_INPUTS = {
-    "lists": lambda: [{"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1],
-                       PAD: {"input_ids": 0}},
-                      {"input_ids": [5, 6]}],
-    "tensors-1d": lambda: [{"input_ids": _t([1, 2, 3]), "labels": _t([2, 3, 4]), PAD: {"input_ids": 0}},
-                           {"input_ids": _t([5, 6])}, {"input_ids": [7], "labels": [8]}],
+    "lists": lambda: [
+        {"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1], PAD: {"input_ids": 0}},
+        {"input_ids": [5, 6]},
+    ],
+    "tensors-1d": lambda: [
+        {"input_ids": _t([1, 2, 3]), "labels": _t([2, 3, 4]), PAD: {"input_ids": 0}},
+        {"input_ids": _t([5, 6])},
+        {"input_ids": [7], "labels": [8]},
+    ],
 }
 
 
@@ -102,7 +148,8 @@ def _assert_untouched(function, value, *args, call: str, **kwargs) -> None:
     changes = state_changes(before, input_state(value, "batch"))
     if changes:
         raise AssertionError(
-            f"{call} modified its input, but should leave it untouched (D-6):\n  " + "\n  ".join(changes[:8])
+            f"{call} modified its input, but should leave it untouched (D-6):\n  "
+            + "\n  ".join(changes[:8])
             + f"\n[collaters-no-mutation: {call}]"
         )
 
@@ -133,5 +180,6 @@ def test_packed_sequence_thd_collater_leaves_its_items_untouched(backend, case):
 def test_pack_features_for_thd_leaves_its_features_untouched(backend, case, ignore_index):
     features = PACK_FEATURES_INPUTS[case]()
     kwargs = {} if ignore_index is None else {"ignore_index": ignore_index}
-    _assert_untouched(backend.pack_features_for_thd, features, call=f"pack_features_for_thd({case} features, {kwargs})",
-                      **kwargs)
+    _assert_untouched(
+        backend.pack_features_for_thd, features, call=f"pack_features_for_thd({case} features, {kwargs})", **kwargs
+    )

@@ -38,8 +38,10 @@ def test_default_contract_values(backend):
     except Exception:  # noqa: BLE001 - the clause fixes no exception type
         pass
     else:
-        raise AssertionError("assigning DEFAULT_PACKED_SEQUENCE_CONTRACT.packed_mask_type succeeded, but the "
-                             "default contract is immutable [types-default-contract]")
+        raise AssertionError(
+            "assigning DEFAULT_PACKED_SEQUENCE_CONTRACT.packed_mask_type succeeded, but the "
+            "default contract is immutable [types-default-contract]"
+        )
     assert default.packed_mask_type == "block_causal", "the default contract was mutated [types-default-contract]"
     assert backend.require_supported_packing_contract(default) is None
 
@@ -69,11 +71,21 @@ def test_valid_contracts_are_accepted(backend, contract):
 BAD_CONTRACTS = [
     ("unknown-mask-type", Contract("flash_varlen"), ValueError, ("packed_mask_type",), 5),
     ("no-mask-type", SimpleNamespace(return_packed_sequence_metadata=False), TypeError, ("packed_mask_type",), 1),
-    ("no-metadata-flag", SimpleNamespace(packed_mask_type="block_causal"), TypeError,
-     ("return_packed_sequence_metadata",), 2),
+    (
+        "no-metadata-flag",
+        SimpleNamespace(packed_mask_type="block_causal"),
+        TypeError,
+        ("return_packed_sequence_metadata",),
+        2,
+    ),
     ("metadata-flag-not-bool", Contract("block_causal", 1), TypeError, ("return_packed_sequence_metadata",), 2),
-    ("legacy-flag-not-bool", SimpleNamespace(packed_mask_type="block_causal", requires_packed_sequence_metadata="no"),
-     TypeError, ("requires_packed_sequence_metadata",), 2),
+    (
+        "legacy-flag-not-bool",
+        SimpleNamespace(packed_mask_type="block_causal", requires_packed_sequence_metadata="no"),
+        TypeError,
+        ("requires_packed_sequence_metadata",),
+        2,
+    ),
     ("document-ids-flag-not-bool", Contract("block_causal", False, "yes"), TypeError, ("return_document_ids",), 3),
     ("max-length-not-int", Contract("block_causal", False, False, 2.5), TypeError, ("max_sequence_length",), 4),
     ("max-length-bool", Contract("block_causal", False, False, True), TypeError, ("max_sequence_length",), 4),
@@ -83,15 +95,16 @@ BAD_CONTRACTS = [
 
 @pytest.mark.requires("contract_types")
 @pytest.mark.clause("contract-validation", "contract-metadata-flag", "types-mask-type")
-@pytest.mark.parametrize("case", [
-    pytest.param(c, id=c[0], marks=pytest.mark.clause(f"contract-validation.{c[4]}")) for c in BAD_CONTRACTS
-])
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, id=c[0], marks=pytest.mark.clause(f"contract-validation.{c[4]}")) for c in BAD_CONTRACTS]
+)
 def test_bad_contracts_are_rejected(backend, case):
     """Each malformed contract raises the SPEC's error type, naming the attribute; each case
     cites the enumerated item of [contract-validation] it checks."""
     _, contract, error, words, item = case
-    assert_raises(error, words, backend.require_supported_packing_contract, contract,
-                  clause=f"contract-validation.{item}")
+    assert_raises(
+        error, words, backend.require_supported_packing_contract, contract, clause=f"contract-validation.{item}"
+    )
 
 
 @pytest.mark.requires("convert_text_batch", "xdoc")
@@ -120,8 +133,9 @@ def test_attributes_a_batch_does_not_use_are_not_revalidated_per_batch(backend, 
     from conformance._examples import EXAMPLE_ROWS, convert
 
     valid = SimpleNamespace(packed_mask_type="document_ids", return_packed_sequence_metadata=True)
-    unused_invalid = SimpleNamespace(packed_mask_type="document_ids", return_packed_sequence_metadata=True,
-                                     return_document_ids="yes")
+    unused_invalid = SimpleNamespace(
+        packed_mask_type="document_ids", return_packed_sequence_metadata=True, return_document_ids="yes"
+    )
     call = f"convert_text_batch(contract with return_document_ids='yes', xdoc={xdoc})"
     try:
         out = convert(backend, EXAMPLE_ROWS, unused_invalid, xdoc=xdoc)
@@ -130,4 +144,6 @@ def test_attributes_a_batch_does_not_use_are_not_revalidated_per_batch(backend, 
             f"raised {type(error).__name__}({error}), but a per-batch call should not re-validate the contract "
             f"[contract-no-revalidation: {call}]"
         ) from error
-    assert_batch_equal(out, convert(backend, EXAMPLE_ROWS, valid, xdoc=xdoc), clause="contract-no-revalidation", call=call)
+    assert_batch_equal(
+        out, convert(backend, EXAMPLE_ROWS, valid, xdoc=xdoc), clause="contract-no-revalidation", call=call
+    )

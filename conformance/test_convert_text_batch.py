@@ -28,8 +28,16 @@ from conformance._zephon import Contract, Row, describe_rows, packed_row, sample
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause(
-    "ctb-shift", "ctb-positions", "ctb-padding-labels", "ctb-padding-mask", "ctb-cross-document-targets",
-    "ctb-document-ids", "ctb-attention-ids", "batched-packed-seq-ids", "batched-block-causal", "tb-shapes",
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-cross-document-targets",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "batched-packed-seq-ids",
+    "batched-block-causal",
+    "tb-shapes",
     "tb-dtypes",
 )
 def test_example_a_defaults(backend):
@@ -70,12 +78,18 @@ def test_block_causal_with_metadata(backend):
     """A block-causal contract that requests metadata gets the mask and the bundle."""
     contract = Contract(packed_mask_type="block_causal", return_packed_sequence_metadata=True)
     out = convert(backend, EXAMPLE_ROWS, contract)
-    assert_tensor_equal("attention_mask", out["attention_mask"], EXAMPLE_A["attention_mask"], clause="batched-block-causal")
     assert_tensor_equal(
-        "cu_seqlens", out["cu_seqlens"], torch.tensor([[0, 3, 5, 7], [0, 5, 8, -1]], dtype=torch.int32),
+        "attention_mask", out["attention_mask"], EXAMPLE_A["attention_mask"], clause="batched-block-causal"
+    )
+    assert_tensor_equal(
+        "cu_seqlens",
+        out["cu_seqlens"],
+        torch.tensor([[0, 3, 5, 7], [0, 5, 8, -1]], dtype=torch.int32),
         clause="batched-metadata",
     )
-    assert out["max_seqlen"] == 5 and type(out["max_seqlen"]) is int, f"max_seqlen={out['max_seqlen']!r}, but should be int 5 [batched-metadata]"
+    assert out["max_seqlen"] == 5 and type(out["max_seqlen"]) is int, (
+        f"max_seqlen={out['max_seqlen']!r}, but should be int 5 [batched-metadata]"
+    )
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -158,7 +172,9 @@ def test_example_input_is_not_mutated(backend):
     out["position_ids"].fill_(-5)
     for (payload, tags), record in zip(before, sb.records):
         assert record.payload["input_ids"] == payload["input_ids"], "payload input_ids changed [ctb-no-mutation]"
-        assert np.array_equal(record.payload["positions"], payload["positions"]), "payload positions changed [ctb-no-mutation]"
+        assert np.array_equal(record.payload["positions"], payload["positions"]), (
+            "payload positions changed [ctb-no-mutation]"
+        )
         assert record.payload["positions"].dtype == np.int32, "payload positions dtype changed [ctb-no-mutation]"
         assert record.meta.tags == tags, "meta tags changed [ctb-no-mutation]"
 
@@ -176,8 +192,7 @@ ERROR_CASES = [
     ("one-token-row", [Row((5,), (0,), 0)], ValueError, (0,), 7),
     ("ragged-rows", [GOOD, GOOD, Row((1, 2, 3), (0, 1, 2), 0)], ValueError, (9, 3), 8),
     ("positions-too-short", [GOOD, GOOD, Row(NINE, tuple(range(8)), 0)], ValueError, (2, "positions"), 9),
-    ("positions-not-starting-at-0", [GOOD, GOOD, Row(NINE, tuple(range(1, 10)), 0)], ValueError,
-     (2, "positions"), 10),
+    ("positions-not-starting-at-0", [GOOD, GOOD, Row(NINE, tuple(range(1, 10)), 0)], ValueError, (2, "positions"), 10),
     ("negative-position", [GOOD, GOOD, Row(NINE, (0, 1, -1, 0, 1, 2, 3, 4, 5), 0)], ValueError, (2, "positions"), 10),
     ("padding-bool", [GOOD, GOOD, Row(NINE, tuple(range(9)), True)], TypeError, (2, "padding_length"), 11),
     ("no-real-token", [GOOD, GOOD, Row((0,) * 9, tuple(range(9)), 9)], ValueError, (2, "padding_length"), 12),
@@ -188,14 +203,21 @@ ERROR_CASES = [
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause("ctb-input-errors")
-@pytest.mark.parametrize("case", [
-    pytest.param(c, id=c[0], marks=pytest.mark.clause(f"ctb-input-errors.{c[4]}")) for c in ERROR_CASES
-])
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, id=c[0], marks=pytest.mark.clause(f"ctb-input-errors.{c[4]}")) for c in ERROR_CASES]
+)
 def test_bad_rows_are_rejected(backend, case):
     """Malformed SampleBatches raise the SPEC's error, naming the record and field."""
     _, rows, error, words, item = case
     assert_raises(
-        error, words, backend.convert_text_batch, sample_batch(rows), Contract(), -100, False, False,
+        error,
+        words,
+        backend.convert_text_batch,
+        sample_batch(rows),
+        Contract(),
+        -100,
+        False,
+        False,
         clause=f"ctb-input-errors.{item}",
     )
 
@@ -207,8 +229,17 @@ def test_a_padding_length_that_is_not_an_int_is_a_type_error(backend, value):
     """``meta.padding_length`` of record 2 set to a non-int after the batch is built."""
     sb = sample_batch([GOOD, GOOD, Row(NINE, tuple(range(9)), 1)])
     sb.records[2].meta.tags["_packing_metadata"]["padding_length"] = value  # what meta.padding_length reads
-    assert_raises(TypeError, (2, "padding_length"), backend.convert_text_batch, sb, Contract(), -100, False, False,
-                  clause="ctb-input-errors.11")
+    assert_raises(
+        TypeError,
+        (2, "padding_length"),
+        backend.convert_text_batch,
+        sb,
+        Contract(),
+        -100,
+        False,
+        False,
+        clause="ctb-input-errors.11",
+    )
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -217,20 +248,47 @@ def test_non_integer_tokens_and_missing_token_field_are_rejected(backend):
     """Float tokens raise TypeError; a payload with no token field raises ValueError."""
     sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0)])
     sb.records[0].payload["input_ids"] = [1.5, 2.0, 3.0]
-    assert_raises(TypeError, (0, "input_ids"), backend.convert_text_batch, sb, Contract(), -100, False, False,
-                  clause="ctb-input-errors")
+    assert_raises(
+        TypeError,
+        (0, "input_ids"),
+        backend.convert_text_batch,
+        sb,
+        Contract(),
+        -100,
+        False,
+        False,
+        clause="ctb-input-errors",
+    )
     sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0)])
     sb.records[0].payload["text"] = sb.records[0].payload.pop("input_ids")
-    assert_raises(ValueError, ("input_ids", "tokens", "token_ids", "ids"), backend.convert_text_batch, sb, Contract(),
-                  -100, False, False, clause="ctb-token-field")
+    assert_raises(
+        ValueError,
+        ("input_ids", "tokens", "token_ids", "ids"),
+        backend.convert_text_batch,
+        sb,
+        Contract(),
+        -100,
+        False,
+        False,
+        clause="ctb-token-field",
+    )
 
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause("ctb-input-errors")
 def test_not_a_sample_batch_is_rejected(backend):
     """A plain list is not a SampleBatch."""
-    assert_raises(TypeError, ("sample_batch",), backend.convert_text_batch, [[1, 2, 3]], Contract(), -100, False,
-                  False, clause="ctb-input-errors")
+    assert_raises(
+        TypeError,
+        ("sample_batch",),
+        backend.convert_text_batch,
+        [[1, 2, 3]],
+        Contract(),
+        -100,
+        False,
+        False,
+        clause="ctb-input-errors",
+    )
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -252,9 +310,16 @@ def test_unknown_output_format_is_rejected(backend, output_format):
     """Only "batched" and "thd" are output formats: the message names the parameter, the
     allowed values and the value given."""
     assert_raises(
-        ValueError, ("output_format", "batched", "thd", Value(output_format)), backend.convert_text_batch,
+        ValueError,
+        ("output_format", "batched", "thd", Value(output_format)),
+        backend.convert_text_batch,
         sample_batch(EXAMPLE_ROWS),
-        Contract(), -100, False, False, output_format, clause="types-output-format",
+        Contract(),
+        -100,
+        False,
+        False,
+        output_format,
+        clause="types-output-format",
     )
 
 
@@ -277,9 +342,17 @@ def test_option_types_are_checked(backend, case):
     _, override, words = case
     options = {"ignore_index": -100, "mask_segment_starts": False, "allow_cross_document_attention": False}
     options.update(override)
-    assert_raises(TypeError, words, backend.convert_text_batch, sample_batch(EXAMPLE_ROWS), Contract(),
-                  options["ignore_index"], options["mask_segment_starts"], options["allow_cross_document_attention"],
-                  clause="ctb-option-types")
+    assert_raises(
+        TypeError,
+        words,
+        backend.convert_text_batch,
+        sample_batch(EXAMPLE_ROWS),
+        Contract(),
+        options["ignore_index"],
+        options["mask_segment_starts"],
+        options["allow_cross_document_attention"],
+        clause="ctb-option-types",
+    )
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -293,8 +366,17 @@ def test_unusable_token_values_name_the_record_and_field(backend, tokens, error)
     """None, strings and values outside int64 are rejected with the record and field named."""
     sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0), Row((1, 2, 3), (0, 1, 2), 0)])
     sb.records[1].payload["input_ids"] = tokens
-    assert_raises(error, (1, "input_ids"), backend.convert_text_batch, sb, Contract(), -100, False, False,
-                  clause="ctb-input-errors")
+    assert_raises(
+        error,
+        (1, "input_ids"),
+        backend.convert_text_batch,
+        sb,
+        Contract(),
+        -100,
+        False,
+        False,
+        clause="ctb-input-errors",
+    )
 
 
 # ---------------------------------------------------------- records without positions ----

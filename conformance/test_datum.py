@@ -90,14 +90,22 @@ def test_datum_converts_lists_ints_to_int64_floats_to_float32(backend):
     call = "Datum([3,4,5], {target_tokens: [4,5,6], weights: [1.0,0.5,0.0], advantages: 0.5, count: 3})"
     assert_tensor_equal("input_ids", d.input_ids, long([3, 4, 5]), clause="datum-construct", call=call)
     lfi = d.loss_fn_inputs
-    assert_tensor_equal("loss_fn_inputs['target_tokens']", lfi["target_tokens"], long([4, 5, 6]),
-                        clause="datum-construct", call=call)
-    assert_tensor_equal("loss_fn_inputs['weights']", lfi["weights"], f32([1.0, 0.5, 0.0]), clause="datum-construct",
-                        call=call)
-    assert_tensor_equal("loss_fn_inputs['advantages']", lfi["advantages"], torch.tensor(0.5, dtype=torch.float32),
-                        clause="datum-construct", call=call)
-    assert_tensor_equal("loss_fn_inputs['count']", lfi["count"], torch.tensor(3, dtype=torch.int64),
-                        clause="datum-construct", call=call)
+    assert_tensor_equal(
+        "loss_fn_inputs['target_tokens']", lfi["target_tokens"], long([4, 5, 6]), clause="datum-construct", call=call
+    )
+    assert_tensor_equal(
+        "loss_fn_inputs['weights']", lfi["weights"], f32([1.0, 0.5, 0.0]), clause="datum-construct", call=call
+    )
+    assert_tensor_equal(
+        "loss_fn_inputs['advantages']",
+        lfi["advantages"],
+        torch.tensor(0.5, dtype=torch.float32),
+        clause="datum-construct",
+        call=call,
+    )
+    assert_tensor_equal(
+        "loss_fn_inputs['count']", lfi["count"], torch.tensor(3, dtype=torch.int64), clause="datum-construct", call=call
+    )
     assert sorted(lfi) == ["advantages", "count", "target_tokens", "weights"], (
         f"loss_fn_inputs keys {sorted(lfi)}, but should be the given four [datum-construct: {call}]"
     )
@@ -108,8 +116,9 @@ def test_datum_converts_lists_ints_to_int64_floats_to_float32(backend):
 def test_datum_numpy_input_ids_become_int64(backend):
     """A non-tensor input_ids (an int32 numpy array) is converted to int64."""
     d = backend.Datum(np.array([7, 8], dtype=np.int32))
-    assert_tensor_equal("input_ids", d.input_ids, long([7, 8]), clause="datum-construct",
-                        call="Datum(np.array([7,8], dtype=int32))")
+    assert_tensor_equal(
+        "input_ids", d.input_ids, long([7, 8]), clause="datum-construct", call="Datum(np.array([7,8], dtype=int32))"
+    )
 
 
 @pytest.mark.requires("datum")
@@ -121,12 +130,23 @@ def test_datum_keeps_tensor_dtypes(backend):
     logprobs = torch.tensor([-1.0, -2.0, -3.0], dtype=torch.float64)
     d = backend.Datum(ids, {"target_tokens": targets, "logprobs": logprobs})
     call = "Datum(int32 [11,12,13], {target_tokens: int32 [12,13,0], logprobs: float64 [-1,-2,-3]})"
-    assert_tensor_equal("input_ids", d.input_ids, torch.tensor([11, 12, 13], dtype=torch.int32),
-                        clause="datum-construct", call=call)
-    assert_tensor_equal("loss_fn_inputs['target_tokens']", d.loss_fn_inputs["target_tokens"],
-                        torch.tensor([12, 13, 0], dtype=torch.int32), clause="datum-construct", call=call)
-    assert_tensor_equal("loss_fn_inputs['logprobs']", d.loss_fn_inputs["logprobs"],
-                        torch.tensor([-1.0, -2.0, -3.0], dtype=torch.float64), clause="datum-construct", call=call)
+    assert_tensor_equal(
+        "input_ids", d.input_ids, torch.tensor([11, 12, 13], dtype=torch.int32), clause="datum-construct", call=call
+    )
+    assert_tensor_equal(
+        "loss_fn_inputs['target_tokens']",
+        d.loss_fn_inputs["target_tokens"],
+        torch.tensor([12, 13, 0], dtype=torch.int32),
+        clause="datum-construct",
+        call=call,
+    )
+    assert_tensor_equal(
+        "loss_fn_inputs['logprobs']",
+        d.loss_fn_inputs["logprobs"],
+        torch.tensor([-1.0, -2.0, -3.0], dtype=torch.float64),
+        clause="datum-construct",
+        call=call,
+    )
 
 
 @pytest.mark.requires("datum")
@@ -159,16 +179,21 @@ def test_datum_seq_len(backend, ids, length):
         f"seq_len={d.seq_len!r} ({type(d.seq_len).__name__}), but should be int {length} [datum-construct: Datum({ids!r})]"
     )
     if isinstance(ids, list) and not ids:
-        assert_tensor_equal("input_ids", d.input_ids, torch.zeros(0, dtype=torch.int64), clause="datum-construct",
-                            call="Datum([])")
+        assert_tensor_equal(
+            "input_ids", d.input_ids, torch.zeros(0, dtype=torch.int64), clause="datum-construct", call="Datum([])"
+        )
 
 
 @pytest.mark.requires("datum")
 @pytest.mark.clause("datum-errors")
 @pytest.mark.parametrize(
     ("ids", "shape"),
-    [(5, Shape()), (torch.tensor(5), Shape()), ([[1, 2], [3, 4]], Shape(2, 2)),
-     (torch.zeros(1, 3, dtype=torch.int64), Shape(1, 3))],
+    [
+        (5, Shape()),
+        (torch.tensor(5), Shape()),
+        ([[1, 2], [3, 4]], Shape(2, 2)),
+        (torch.zeros(1, 3, dtype=torch.int64), Shape(1, 3)),
+    ],
     ids=["int", "0d-tensor", "nested-list", "2d-tensor"],
 )
 def test_datum_input_ids_not_1d(backend, ids, shape):
@@ -239,7 +264,9 @@ def test_to_features_weights_broadcast(backend, weights, ignore_index, labels):
     d = backend.Datum([1, 2, 3], lfi)
     out = d.to_features(ignore_index=ignore_index)
     call = f"Datum([1,2,3], {lfi!r}).to_features(ignore_index={ignore_index})"
-    assert out.get("labels") == labels, f"labels={out.get('labels')!r}, but should be {labels!r} [datum-to-features: {call}]"
+    assert out.get("labels") == labels, (
+        f"labels={out.get('labels')!r}, but should be {labels!r} [datum-to-features: {call}]"
+    )
     _assert_plain_int_lists(out, call=call)
 
 
@@ -247,7 +274,9 @@ def test_to_features_weights_broadcast(backend, weights, ignore_index, labels):
 @pytest.mark.clause("datum-to-features")
 def test_to_features_int32_tensors_give_plain_ints(backend):
     """int32 tensor fields still come out as plain lists of Python ints."""
-    d = backend.Datum(torch.tensor([4, 5], dtype=torch.int32), {"target_tokens": torch.tensor([5, 6], dtype=torch.int32)})
+    d = backend.Datum(
+        torch.tensor([4, 5], dtype=torch.int32), {"target_tokens": torch.tensor([5, 6], dtype=torch.int32)}
+    )
     out = d.to_features()
     want = {"input_ids": [4, 5], "attention_mask": [1, 1], "labels": [5, 6]}
     assert out == want, f"{out!r}, but should be {want!r} [datum-to-features: int32 Datum]"
@@ -345,8 +374,13 @@ def test_example_j_packed(backend, divisible):
 def test_example_j_packed_ignore_index(backend):
     """Packed mode writes ignore_index at zero-weight positions (there is no padding)."""
     out = backend.collate_datums(example_datums(backend), packed=True, ignore_index=-1)
-    assert_tensor_equal("labels", out["labels"], long([[11, 12, -1, -1, 22]]), clause="collate-weights",
-                        call="Example J, ignore_index=-1")
+    assert_tensor_equal(
+        "labels",
+        out["labels"],
+        long([[11, 12, -1, -1, 22]]),
+        clause="collate-weights",
+        call="Example J, ignore_index=-1",
+    )
 
 
 @pytest.mark.requires("datum")
@@ -396,8 +430,13 @@ def test_f05_packed_advantages_are_carried_raw(backend):
 def test_f05_per_sample_advantages(backend, packed):
     """F05 per-sample variant: advantages [1.0] and [-0.5] stack to shape [2] in both modes."""
     out = backend.collate_datums(f05_datums(backend, per_sample=True), packed=packed)
-    assert_tensor_equal("advantages", out["advantages"], f32([1.0, -0.5]), clause="collate-side-inputs",
-                        call=f"F05 per-sample, packed={packed}")
+    assert_tensor_equal(
+        "advantages",
+        out["advantages"],
+        f32([1.0, -0.5]),
+        clause="collate-side-inputs",
+        call=f"F05 per-sample, packed={packed}",
+    )
     width = 5 if packed else 3
     assert out["weights"].shape == ((1, 5) if packed else (2, 3)), (
         f"weights.shape={tuple(out['weights'].shape)}, but should be per-token (width {width}) [collate-side-inputs]"
@@ -476,10 +515,20 @@ def test_f11_all_zero_weights(backend, packed):
     """F11: a datum whose weights are all 0 gives all-ignore labels in both modes."""
     d = backend.Datum([1, 2, 3], {"target_tokens": [2, 3, 4], "weights": [0, 0, 0]})
     out = backend.collate_datums([d], packed=packed)
-    assert_tensor_equal("labels", out["labels"], long([[X, X, X]]), clause="collate-weights",
-                        call=f"F11: collate_datums([d], packed={packed})")
-    assert_tensor_equal("weights", out["weights"], f32([[0, 0, 0]]), clause="collate-side-inputs",
-                        call=f"F11: collate_datums([d], packed={packed})")
+    assert_tensor_equal(
+        "labels",
+        out["labels"],
+        long([[X, X, X]]),
+        clause="collate-weights",
+        call=f"F11: collate_datums([d], packed={packed})",
+    )
+    assert_tensor_equal(
+        "weights",
+        out["weights"],
+        f32([[0, 0, 0]]),
+        clause="collate-side-inputs",
+        call=f"F11: collate_datums([d], packed={packed})",
+    )
 
 
 def f12_datums(backend):
@@ -514,10 +563,14 @@ def test_f12_padded_empty_datums_are_all_padding_rows(backend):
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
 def test_f13_int32_datum_gives_int64_token_fields(backend, packed):
     """F13: int32 Datums give int64 token fields in both modes."""
-    d1 = backend.Datum(torch.tensor([11, 12, 13], dtype=torch.int32),
-                       {"target_tokens": torch.tensor([12, 13, 0], dtype=torch.int32), "weights": [1, 1, 0]})
-    d2 = backend.Datum(torch.tensor([21, 22], dtype=torch.int32),
-                       {"target_tokens": torch.tensor([22, 0], dtype=torch.int32), "weights": [1, 0]})
+    d1 = backend.Datum(
+        torch.tensor([11, 12, 13], dtype=torch.int32),
+        {"target_tokens": torch.tensor([12, 13, 0], dtype=torch.int32), "weights": [1, 1, 0]},
+    )
+    d2 = backend.Datum(
+        torch.tensor([21, 22], dtype=torch.int32),
+        {"target_tokens": torch.tensor([22, 0], dtype=torch.int32), "weights": [1, 0]},
+    )
     call = f"F13: collate_datums([int32 d1, int32 d2], packed={packed})"
     out = backend.collate_datums([d1, d2], packed=packed)
     if packed:
@@ -597,8 +650,13 @@ def test_side_input_of_wrong_length_is_per_sample(backend, packed):
     d1 = backend.Datum([1, 2, 3], {"logprobs": [-1.0, -2.0, -3.0]})
     d2 = backend.Datum([4, 5], {"logprobs": [-4.0, -5.0, -6.0]})
     out = backend.collate_datums([d1, d2], packed=packed)
-    assert_tensor_equal("logprobs", out["logprobs"], f32([-1.0, -4.0]), clause="collate-side-inputs",
-                        call=f"logprobs of lengths 3 and 3 on datums of 3 and 2 tokens, packed={packed}")
+    assert_tensor_equal(
+        "logprobs",
+        out["logprobs"],
+        f32([-1.0, -4.0]),
+        clause="collate-side-inputs",
+        call=f"logprobs of lengths 3 and 3 on datums of 3 and 2 tokens, packed={packed}",
+    )
 
 
 @pytest.mark.requires("datum")
@@ -661,7 +719,8 @@ def test_padded_targets_on_datum0_only_raises_keyerror(backend):
 @pytest.mark.requires("datum")
 @pytest.mark.clause("collate-errors")
 @pytest.mark.parametrize(
-    ("first_has_targets", "packed"), [(False, False), (False, True), (True, True)],
+    ("first_has_targets", "packed"),
+    [(False, False), (False, True), (True, True)],
     ids=["padded-later-has", "packed-later-has", "packed-first-has"],
 )
 def test_mixed_targets_raise_valueerror(backend, first_has_targets, packed):
@@ -669,8 +728,9 @@ def test_mixed_targets_raise_valueerror(backend, first_has_targets, packed):
     with_t = backend.Datum([1, 2], {"target_tokens": [2, 3]})
     without = backend.Datum([4, 5, 6])
     datums = [with_t, without] if first_has_targets else [without, with_t]
-    assert_raises(ValueError, ("loss_fn_inputs",), backend.collate_datums, datums, packed=packed,
-                  clause="collate-errors")
+    assert_raises(
+        ValueError, ("loss_fn_inputs",), backend.collate_datums, datums, packed=packed, clause="collate-errors"
+    )
 
 
 @pytest.mark.requires("datum")
@@ -682,8 +742,9 @@ def test_different_side_input_keys_raise_valueerror(backend, packed):
         backend.Datum([1, 2], {"target_tokens": [2, 3], "weights": [1, 1]}),
         backend.Datum([4, 5], {"target_tokens": [5, 6], "logprobs": [-1.0, -2.0]}),
     ]
-    assert_raises(ValueError, ("loss_fn_inputs",), backend.collate_datums, datums, packed=packed,
-                  clause="collate-errors")
+    assert_raises(
+        ValueError, ("loss_fn_inputs",), backend.collate_datums, datums, packed=packed, clause="collate-errors"
+    )
 
 
 @pytest.mark.requires("datum")
@@ -692,8 +753,7 @@ def test_packed_wrong_length_targets_raise(backend):
     """Packed: target_tokens of the wrong length -> ValueError naming both lengths (upstream:
     "labels length 2 does not match input_ids length 3")."""
     datums = [backend.Datum([1, 2, 3], {"target_tokens": [2, 3]}), backend.Datum([4], {"target_tokens": [5]})]
-    assert_raises(ValueError, (2, 3), backend.collate_datums, datums, packed=True,
-                  clause="collate-errors")
+    assert_raises(ValueError, (2, 3), backend.collate_datums, datums, packed=True, clause="collate-errors")
 
 
 @pytest.mark.requires("datum")
@@ -713,12 +773,16 @@ def test_error_order_collation_before_key_check(backend):
     # the clause asks a message to name tells them apart, so the order is checked on the two
     # inputs below, whose step-(2) errors are told apart by their type or named facts.)
     # Wrong-length targets and different key sets: the labels length error comes first.
-    datums = [backend.Datum([1, 2, 3], {"target_tokens": [2, 3]}),
-              backend.Datum([4], {"target_tokens": [5], "weights": [1]})]
+    datums = [
+        backend.Datum([1, 2, 3], {"target_tokens": [2, 3]}),
+        backend.Datum([4], {"target_tokens": [5], "weights": [1]}),
+    ]
     assert_raises(ValueError, (2, 3), backend.collate_datums, datums, packed=True, clause="collate-errors")
     # Weights that do not broadcast and different key sets: RuntimeError comes first.
-    datums = [backend.Datum([1, 2, 3], {"target_tokens": [2, 3, 4], "weights": [1, 0]}),
-              backend.Datum([4], {"target_tokens": [5]})]
+    datums = [
+        backend.Datum([1, 2, 3], {"target_tokens": [2, 3, 4], "weights": [1, 0]}),
+        backend.Datum([4], {"target_tokens": [5]}),
+    ]
     assert_raises(RuntimeError, (), backend.collate_datums, datums, clause="collate-errors")
 
 
@@ -769,8 +833,9 @@ class DatumCase(NamedTuple):
     def describe(self, **options) -> str:
         rows = ", ".join(f"Datum({ids}, {lfi})" for ids, lfi in zip(self.ids, self.lfi))
         opts = ", ".join(f"{k}={v!r}" for k, v in options.items())
-        return (f"collate_datums([{rows}], {opts}) with input_ids as {self.ids_form}, "
-                f"target_tokens as {self.targets_form}")
+        return (
+            f"collate_datums([{rows}], {opts}) with input_ids as {self.ids_form}, target_tokens as {self.targets_form}"
+        )
 
 
 @st.composite
@@ -787,8 +852,11 @@ def datum_cases(draw, min_len: int = 0) -> DatumCase:
     weights_form = draw(st.sampled_from(("none", "int", "float", "scalar")), label="weights")
     has_logprobs = draw(st.booleans(), label="has_logprobs")
     advantages_form = draw(st.sampled_from(("none", "token", "list1", "scalar")), label="advantages")
-    weight_values = {"int": st.sampled_from((0, 0, 1, 2)), "float": st.sampled_from((0.0, 0.0, 0.5, 1.0)),
-                     "scalar": st.sampled_from((0, 1, 0.0, 0.5))}
+    weight_values = {
+        "int": st.sampled_from((0, 0, 1, 2)),
+        "float": st.sampled_from((0.0, 0.0, 0.5, 1.0)),
+        "scalar": st.sampled_from((0, 1, 0.0, 0.5)),
+    }
     lfi: list[dict[str, Any]] = []
     for t in lengths:
         values: dict[str, Any] = {}
@@ -854,7 +922,9 @@ def expected_collation(case: DatumCase, *, packed: bool) -> dict[str, Any]:
         attention = [[1] * t + [0] * (width - t) for t in lengths]
         out["attention_mask"] = long(attention).reshape(n, width)
         if has_targets:
-            out["labels"] = long([_labels(case, b, ii) + [X] * (width - lengths[b]) for b in range(n)]).reshape(n, width)
+            out["labels"] = long([_labels(case, b, ii) + [X] * (width - lengths[b]) for b in range(n)]).reshape(
+                n, width
+            )
         out["padding_mask"] = bools([[a == 0 for a in row] for row in attention]).reshape(n, width)
     for key in sorted(set(case.lfi[0]) - {"target_tokens"}):
         rows = [_flat(lfi[key]) for lfi in case.lfi]
@@ -876,8 +946,12 @@ def _collate(backend, case: DatumCase, datums, *, packed: bool):
 
 
 @pytest.mark.clause(
-    "collate-padded", "collate-padding-by-position", "collate-weights", "collate-side-inputs",
-    "collate-empty-datum-padded", "datum-construct",
+    "collate-padded",
+    "collate-padding-by-position",
+    "collate-weights",
+    "collate-side-inputs",
+    "collate-empty-datum-padded",
+    "datum-construct",
 )
 @pytest.mark.requires("datum")
 @given(data=st.data())
@@ -890,11 +964,14 @@ def test_padded_collation_invariants(backend, data):
     assert_keys(out, list(expected), clause="collate-padded", call=call)
     assert_batch_equal(out, expected, clause="collate-padded", call=call)
     # padding_mask is attention_mask == 0, and False on every real token whatever its value.
-    assert_tensor_equal("padding_mask", out["padding_mask"], out["attention_mask"] == 0,
-                        clause="collate-padding-by-position", call=call)
+    assert_tensor_equal(
+        "padding_mask", out["padding_mask"], out["attention_mask"] == 0, clause="collate-padding-by-position", call=call
+    )
     for b, t in enumerate(len(x) for x in case.ids):
         if bool(out["padding_mask"][b, :t].any()):
-            raise AssertionError(f"padding_mask[{b}, :{t}] has True on a real token [collate-padding-by-position: {call}]")
+            raise AssertionError(
+                f"padding_mask[{b}, :{t}] has True on a real token [collate-padding-by-position: {call}]"
+            )
 
 
 @pytest.mark.clause("collate-packed", "collate-weights", "collate-side-inputs", "datum-construct")
@@ -916,10 +993,12 @@ def test_zero_weight_means_ignore_index_in_both_modes(backend, data):
     """Wherever a datum's weight is 0, labels == ignore_index and the weights side input is 0."""
     case = data.draw(datum_cases(min_len=1), label="case")
     if "weights" not in case.lfi[0] or "target_tokens" not in case.lfi[0]:
-        case = case._replace(lfi=[
-            {"target_tokens": [0] * len(ids), "weights": [k % 2 for k in range(len(ids))], **lfi}
-            for ids, lfi in zip(case.ids, case.lfi)
-        ])
+        case = case._replace(
+            lfi=[
+                {"target_tokens": [0] * len(ids), "weights": [k % 2 for k in range(len(ids))], **lfi}
+                for ids, lfi in zip(case.ids, case.lfi)
+            ]
+        )
     datums = case.build(backend)
     for packed in (False, True):
         out, call = _collate(backend, case, datums, packed=packed)
@@ -970,15 +1049,25 @@ def test_packed_and_padded_carry_the_same_targets(backend, data):
     for b, ids in enumerate(case.ids):
         t = len(ids)
         for key in per_token:
-            assert_tensor_equal(f"padded {key}[{b}, :{t}]", padded[key][b, :t], packed[key][0, offset:offset + t],
-                                clause="collate-packed", call=call)
+            assert_tensor_equal(
+                f"padded {key}[{b}, :{t}]",
+                padded[key][b, :t],
+                packed[key][0, offset : offset + t],
+                clause="collate-packed",
+                call=call,
+            )
         offset += t
     for key in sorted(set(case.lfi[0]) - {"target_tokens"}):
         if packed[key].dim() == 1:
             assert_tensor_equal(f"per-sample {key}", padded[key], packed[key], clause="collate-side-inputs", call=call)
     if "labels" not in padded:
-        assert_tensor_equal("packed labels", packed["labels"], long([[case.ignore_index] * offset]),
-                            clause="collate-packed", call=call_packed)
+        assert_tensor_equal(
+            "packed labels",
+            packed["labels"],
+            long([[case.ignore_index] * offset]),
+            clause="collate-packed",
+            call=call_packed,
+        )
 
 
 @pytest.mark.clause("collate-no-mutation")
@@ -1008,8 +1097,13 @@ def test_datum_leaves_the_callers_loss_fn_inputs_unchanged(backend):
     assert given["target_tokens"] is target and given["weights"] is weights, (
         f"the caller's loss_fn_inputs values were replaced [datum-construct: {call}]"
     )
-    assert_tensor_equal("loss_fn_inputs['weights']", d.loss_fn_inputs["weights"], f32([1.0, 0.0, 1.0]),
-                        clause="datum-construct", call=call)
+    assert_tensor_equal(
+        "loss_fn_inputs['weights']",
+        d.loss_fn_inputs["weights"],
+        f32([1.0, 0.0, 1.0]),
+        clause="datum-construct",
+        call=call,
+    )
 
 
 @pytest.mark.requires("datum")
@@ -1020,7 +1114,9 @@ def test_datum_holds_a_mapping_of_its_own_even_when_every_value_is_a_tensor(back
     given = {"target_tokens": torch.tensor([4, 5, 6]), "weights": torch.tensor([1.0, 0.0, 1.0])}
     d = backend.Datum(torch.tensor([3, 4, 5]), given)
     call = "Datum(tensor([3,4,5]), {target_tokens: tensor, weights: tensor})"
-    assert d.loss_fn_inputs is not given, f"the Datum keeps the caller's loss_fn_inputs dict itself [datum-construct: {call}]"
+    assert d.loss_fn_inputs is not given, (
+        f"the Datum keeps the caller's loss_fn_inputs dict itself [datum-construct: {call}]"
+    )
     d.loss_fn_inputs["advantages"] = torch.tensor(0.5)
     assert sorted(given) == ["target_tokens", "weights"], (
         f"the caller's loss_fn_inputs gained {sorted(set(given) - {'target_tokens', 'weights'})} [datum-construct: {call}]"

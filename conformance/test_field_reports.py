@@ -85,8 +85,16 @@ F01_ROW = R([11, 12, 13, 21, 22, 31, 0], [0, 1, 2, 0, 1, 0, 0], 1)
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause(
-    "ctb-shift", "ctb-positions", "ctb-padding-mask", "ctb-padding-labels", "ctb-document-ids",
-    "ctb-attention-ids", "batched-packed-seq-ids", "ctb-boundaries-from-zeros", "batched-metadata", "tb-dtypes",
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-mask",
+    "ctb-padding-labels",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "batched-packed-seq-ids",
+    "ctb-boundaries-from-zeros",
+    "batched-metadata",
+    "tb-dtypes",
 )
 def test_f01_packed_row_keeps_its_boundaries(backend):
     """F01: a packed row with positions gives three subdocuments, not one, in ids and metadata."""
@@ -105,7 +113,10 @@ def test_f01_packed_row_keeps_its_boundaries(backend):
     assert_batch_equal(out, expected, clause="ctb-document-ids", call=call)
     masked = ctb(backend, [F01_ROW], META, msk=True)
     assert_tensor_equal(
-        "labels", masked["labels"], long([[12, 13, -100, 22, -100, -100]]), clause="ctb-segment-starts",
+        "labels",
+        masked["labels"],
+        long([[12, 13, -100, 22, -100, -100]]),
+        clause="ctb-segment-starts",
         call=call + ", msk",
     )
 
@@ -157,7 +168,13 @@ def test_f01_packed_record_without_positions_is_rejected(backend):
     assert sb.records[1].meta.tags["_packing_metadata"]["num_sequences"] == 3
     del sb.records[1].payload["positions"]
     assert_raises(
-        ValueError, (1,), ctb, backend, sb, META, clause="ctb-packed-needs-positions",
+        ValueError,
+        (1,),
+        ctb,
+        backend,
+        sb,
+        META,
+        clause="ctb-packed-needs-positions",
     )
 
 
@@ -179,8 +196,9 @@ def test_f02_positions_are_zero_based_subdocument_coordinates(backend):
     }
     assert_batch_equal(out, expected, clause="ctb-positions", call=call)
     masked = ctb(backend, [F02_ROW], META, msk=True)
-    assert_tensor_equal("labels", masked["labels"], long([[6, 7, -100, 9, -100]]), clause="ctb-segment-starts",
-                        call=call + ", msk")
+    assert_tensor_equal(
+        "labels", masked["labels"], long([[6, 7, -100, 9, -100]]), clause="ctb-segment-starts", call=call + ", msk"
+    )
 
 
 F02_SHIFTED = [
@@ -254,7 +272,11 @@ F04_ROW = R([1, 10, 11, 2, 1, 20, 21, 2, 1], [0, 1, 2, 3, 0, 1, 2, 3, 0], 0)
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause(
-    "ctb-cross-document-targets", "ctb-segment-starts", "ctb-shift", "ctb-document-ids", "batched-metadata",
+    "ctb-cross-document-targets",
+    "ctb-segment-starts",
+    "ctb-shift",
+    "ctb-document-ids",
+    "batched-metadata",
 )
 def test_f04_cross_document_targets_kept_by_default(backend):
     """F04: msk off trains EOS->BOS across documents; msk on masks exactly those targets."""
@@ -271,7 +293,10 @@ def test_f04_cross_document_targets_kept_by_default(backend):
     assert_batch_equal(out, expected, clause="ctb-cross-document-targets", call=call)
     masked = ctb(backend, [F04_ROW], META, msk=True)
     assert_tensor_equal(
-        "labels", masked["labels"], long([[10, 11, 2, -100, 20, 21, 2, -100]]), clause="ctb-segment-starts",
+        "labels",
+        masked["labels"],
+        long([[10, 11, 2, -100, 20, 21, 2, -100]]),
+        clause="ctb-segment-starts",
         call=call + ", msk",
     )
 
@@ -310,10 +335,20 @@ def test_f04_cross_document_targets_without_special_tokens(backend):
     rows = [R([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)]
     kept = ctb(backend, rows)
     masked = ctb(backend, rows, msk=True)
-    assert_tensor_equal("labels", kept["labels"], long([[11, 20, 21, -100]]), clause="ctb-cross-document-targets",
-                        call=show("F04", rows))
-    assert_tensor_equal("labels", masked["labels"], long([[11, -100, 21, -100]]), clause="ctb-segment-starts",
-                        call=show("F04", rows, msk=True))
+    assert_tensor_equal(
+        "labels",
+        kept["labels"],
+        long([[11, 20, 21, -100]]),
+        clause="ctb-cross-document-targets",
+        call=show("F04", rows),
+    )
+    assert_tensor_equal(
+        "labels",
+        masked["labels"],
+        long([[11, -100, 21, -100]]),
+        clause="ctb-segment-starts",
+        call=show("F04", rows, msk=True),
+    )
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -322,8 +357,13 @@ def test_f05_packed_row_target_never_crosses_into_the_next_rollout(backend):
     """F05 packed-row equivalent: with msk, rollout 1's last label is ignored, not rollout 2's token."""
     rows = [R([50, 51, 52, 60, 61, 0], [0, 1, 2, 0, 1, 0], 1)]
     out = ctb(backend, rows, msk=True)
-    assert_tensor_equal("labels", out["labels"], long([[51, 52, -100, 61, -100]]), clause="ctb-segment-starts",
-                        call=show("F05", rows, msk=True))
+    assert_tensor_equal(
+        "labels",
+        out["labels"],
+        long([[51, 52, -100, 61, -100]]),
+        clause="ctb-segment-starts",
+        call=show("F05", rows, msk=True),
+    )
 
 
 # --------------------------------------------------------- padding and pad==eos ----
@@ -344,13 +384,18 @@ F06_EXPECTED = {
 
 @pytest.mark.requires("convert_text_batch", "unpacked")
 @pytest.mark.clause(
-    "unpacked-padding", "unpacked-same-route", "ctb-padding-labels", "ctb-padding-mask", "batched-block-causal",
+    "unpacked-padding",
+    "unpacked-same-route",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "batched-block-causal",
 )
 def test_f06_pad_equals_eos_real_eos_keeps_its_label(backend):
     """F06: with pad == eos == 0, real EOS tokens keep their labels; padding comes from length only."""
     out = ctb(backend, F06_ROWS, pad_to_length=7, pad_token_id=0)
-    assert_batch_equal(out, F06_EXPECTED, clause="ctb-padding-labels",
-                       call=show("F06", F06_ROWS, pad_to_length=7, pad_token_id=0))
+    assert_batch_equal(
+        out, F06_EXPECTED, clause="ctb-padding-labels", call=show("F06", F06_ROWS, pad_to_length=7, pad_token_id=0)
+    )
 
 
 @pytest.mark.requires("convert_text_batch", "unpacked")
@@ -360,8 +405,9 @@ def test_f06_pad_token_id_only_changes_pad_slots(backend):
     out = ctb(backend, F06_ROWS, pad_to_length=7, pad_token_id=99)
     expected = dict(F06_EXPECTED)
     expected["input_ids"] = long([[5, 6, 0, 99, 99, 99], [5, 0, 6, 0, 99, 99]])
-    assert_batch_equal(out, expected, clause="unpacked-padding",
-                       call=show("F06", F06_ROWS, pad_to_length=7, pad_token_id=99))
+    assert_batch_equal(
+        out, expected, clause="unpacked-padding", call=show("F06", F06_ROWS, pad_to_length=7, pad_token_id=99)
+    )
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -475,7 +521,11 @@ F08_ROWS = [R([10, 11, 2, 2, 2], [0, 1, 2, 0, 1], 2), R([20, 21, 22, 2, 30], [0,
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause(
-    "ctb-padding-labels", "ctb-padding-mask", "batched-document-ids-mask", "batched-metadata", "meta-indices",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "batched-document-ids-mask",
+    "batched-metadata",
+    "meta-indices",
 )
 def test_f08_gathering_real_tokens_keeps_eos_equal_to_pad(backend):
     """F08: packed_token_indices >= 0 gathers [10,11,2,20,21,22,2]; row 0's real EOS survives."""
@@ -494,8 +544,13 @@ def test_f08_gathering_real_tokens_keeps_eos_equal_to_pad(backend):
     }
     assert_batch_equal(out, expected, clause="batched-metadata", call=call)
     gathered = out["input_ids"][out["packed_token_indices"] >= 0]
-    assert_tensor_equal("input_ids[packed_token_indices >= 0]", gathered, long([10, 11, 2, 20, 21, 22, 2]),
-                        clause="meta-indices", call=call)
+    assert_tensor_equal(
+        "input_ids[packed_token_indices >= 0]",
+        gathered,
+        long([10, 11, 2, 20, 21, 22, 2]),
+        clause="meta-indices",
+        call=call,
+    )
 
 
 @pytest.mark.requires("convert_text_batch", "thd")
@@ -518,8 +573,14 @@ F09_EXTRA = [
     ("all-ones-attention-mask", [1, 1, 1, 1, 1, 1]),
 ]
 F09_KEYS = {
-    "input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids",
-    "_packed_seq_ids", "attention_mask",
+    "input_ids",
+    "labels",
+    "position_ids",
+    "padding_mask",
+    "document_ids",
+    "attention_document_ids",
+    "_packed_seq_ids",
+    "attention_mask",
 }
 
 
@@ -583,7 +644,11 @@ F10_ROW = R([1, 2, 3, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3], 4)
 
 @pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause(
-    "ctb-padding-mask", "ctb-document-ids", "ctb-positions", "batched-block-causal", "batched-metadata",
+    "ctb-padding-mask",
+    "ctb-document-ids",
+    "ctb-positions",
+    "batched-block-causal",
+    "batched-metadata",
 )
 def test_f10_padding_is_not_a_fake_segment(backend):
     """F10: padding has id 0, attends to nothing and is attended by nothing; cu_seqlens [[0,3]]."""
@@ -638,16 +703,16 @@ F11_ALL_PADDING = [R([1, 2, 3, 4, 5], [0, 1, 2, 3, 4], 0), R([0, 0, 0, 0, 0], [0
 @pytest.mark.clause("ctb-input-errors")
 def test_f11_all_padding_row_is_rejected_batched(backend):
     """F11 (A11): a row with no real token raises ValueError naming record 1 and padding_length."""
-    assert_raises(ValueError, (1, "padding_length"), ctb, backend, F11_ALL_PADDING,
-                  clause="ctb-input-errors")
+    assert_raises(ValueError, (1, "padding_length"), ctb, backend, F11_ALL_PADDING, clause="ctb-input-errors")
 
 
 @pytest.mark.requires("convert_text_batch", "thd")
 @pytest.mark.clause("ctb-input-errors")
 def test_f11_all_padding_row_is_rejected_thd(backend):
     """F11 (A11) THD: the all-padding row raises the same ValueError in THD output."""
-    assert_raises(ValueError, (1, "padding_length"), ctb, backend, F11_ALL_PADDING, fmt="thd",
-                  clause="ctb-input-errors")
+    assert_raises(
+        ValueError, (1, "padding_length"), ctb, backend, F11_ALL_PADDING, fmt="thd", clause="ctb-input-errors"
+    )
 
 
 @pytest.mark.requires("packed_metadata")
@@ -683,8 +748,13 @@ def test_f11_zero_supervised_labels_is_legal(backend):
     }
     assert_batch_equal(out, expected, clause="ctb-segment-starts", call=call)
     kept = ctb(backend, F11_ONE_TOKEN_DOCS, META)
-    assert_tensor_equal("labels", kept["labels"], long([[2, 3, -100]]), clause="ctb-cross-document-targets",
-                        call=show("F11", F11_ONE_TOKEN_DOCS, contract=META))
+    assert_tensor_equal(
+        "labels",
+        kept["labels"],
+        long([[2, 3, -100]]),
+        clause="ctb-cross-document-targets",
+        call=show("F11", F11_ONE_TOKEN_DOCS, contract=META),
+    )
 
 
 @pytest.mark.requires("convert_text_batch", "thd")
@@ -693,7 +763,9 @@ def test_f11_zero_supervised_labels_thd(backend):
     """F11 THD + msk: three one-token documents give seq_lens [[1,1,1]]."""
     out = ctb(backend, F11_ONE_TOKEN_DOCS, META, msk=True, fmt="thd")
     assert_batch_equal(
-        out, {"labels": long([[-100, -100, -100]]), "seq_lens": long([[1, 1, 1]])}, clause="thd-lengths",
+        out,
+        {"labels": long([[-100, -100, -100]]), "seq_lens": long([[1, 1, 1]])},
+        clause="thd-lengths",
         call=show("F11", F11_ONE_TOKEN_DOCS, msk=True, output_format="thd"),
     )
 
@@ -716,8 +788,13 @@ def test_f12_empty_documents_leave_no_zero_length_segment(backend):
     }
     assert_batch_equal(out, expected, clause="batched-metadata", call=call)
     masked = ctb(backend, [F12_ROW], META, msk=True)
-    assert_tensor_equal("labels", masked["labels"], long([[2, -100, 4, 5, -100, -100]]), clause="ctb-segment-starts",
-                        call=call + ", msk")
+    assert_tensor_equal(
+        "labels",
+        masked["labels"],
+        long([[2, -100, 4, 5, -100, -100]]),
+        clause="ctb-segment-starts",
+        call=call + ", msk",
+    )
 
 
 @pytest.mark.requires("convert_text_batch", "thd")
@@ -812,8 +889,12 @@ def test_f13_metadata_dtypes_do_not_follow_the_mask_dtype(backend, case):
     name, mask, indices, cu_seqlens, max_seqlen = case
     out = backend.build_packed_sequence_metadata(mask)
     expected = {"packed_token_indices": long(indices), "cu_seqlens": int32(cu_seqlens), "max_seqlen": max_seqlen}
-    assert_batch_equal(out, expected, clause="meta-cu-seqlens",
-                       call=f"F13: build_packed_sequence_metadata({mask.tolist()}, dtype={name})")
+    assert_batch_equal(
+        out,
+        expected,
+        clause="meta-cu-seqlens",
+        call=f"F13: build_packed_sequence_metadata({mask.tolist()}, dtype={name})",
+    )
 
 
 F14_ROW = R([1, 2, 3, 4, 5, 0, 0], [0, 1, 0, 1, 2, 0, 1], 2)  # text form of F14's segments
@@ -849,8 +930,13 @@ def test_f14_adapt_model_inputs_keeps_segment_ids_and_mrope_positions(backend):
     batch = f14_mapping()
     positions = batch["position_ids"]
     out = backend.adapt_model_inputs(batch)
-    assert_tensor_equal("input position_ids", positions, long([[[0, 1, 0, 1, 2, 0]]] * 3), clause="adapt-no-mutation",
-                        call="F14: adapt_model_inputs(mRoPE mapping)")
+    assert_tensor_equal(
+        "input position_ids",
+        positions,
+        long([[[0, 1, 0, 1, 2, 0]]] * 3),
+        clause="adapt-no-mutation",
+        call="F14: adapt_model_inputs(mRoPE mapping)",
+    )
     expected = {
         "position_ids": long([[[0, 1, 0, 1, 2, 0]]] * 3),
         "document_ids": long([[1, 1, 2, 2, 2, 0]]),
@@ -869,10 +955,12 @@ def test_f14_xdoc_numbers_mrope_segments_continuously(backend):
     out = backend.enable_xdoc_attention(batch, DEFAULT)
     call = "F14: enable_xdoc_attention(mRoPE mapping, DEFAULT)"
     # No tensor that was in the mapping is modified in place [xdoc-untouched].
-    assert_tensor_equal("input position_ids", positions, long([[[0, 1, 0, 1, 2, 0]]] * 3), clause="xdoc-untouched",
-                        call=call)
-    assert_tensor_equal("input attention_document_ids", attention_ids, long([[1, 1, 2, 2, 2, 0]]),
-                        clause="xdoc-untouched", call=call)
+    assert_tensor_equal(
+        "input position_ids", positions, long([[[0, 1, 0, 1, 2, 0]]] * 3), clause="xdoc-untouched", call=call
+    )
+    assert_tensor_equal(
+        "input attention_document_ids", attention_ids, long([[1, 1, 2, 2, 2, 0]]), clause="xdoc-untouched", call=call
+    )
     expected = {
         "position_ids": long([[[0, 1, 2, 3, 4, 0]]] * 3),
         "attention_document_ids": long([[1, 1, 1, 1, 1, 0]]),
@@ -906,7 +994,10 @@ def test_f15_every_per_token_field_has_the_packed_width(backend):
     assert_batch_equal(out, expected, clause="tb-shapes", call=call)
     masked = ctb(backend, [F15_ROW], META, msk=True)
     assert_tensor_equal(
-        "labels", masked["labels"], long([[12, 13, -100, 22, -100, -100, -100, -100]]), clause="ctb-segment-starts",
+        "labels",
+        masked["labels"],
+        long([[12, 13, -100, 22, -100, -100, -100, -100]]),
+        clause="ctb-segment-starts",
         call=call + ", msk",
     )
 

@@ -17,8 +17,10 @@ CASES = load_all()
 
 @pytest.mark.parametrize(
     "case",
-    [pytest.param(c, id=c.name, marks=[pytest.mark.clause(*c.clauses), pytest.mark.requires(*c.capabilities)])
-     for c in CASES],
+    [
+        pytest.param(c, id=c.name, marks=[pytest.mark.clause(*c.clauses), pytest.mark.requires(*c.capabilities)])
+        for c in CASES
+    ],
 )
 def test_golden_case(backend, case):
     """The backend's output equals the golden expectation exactly (dtypes included), or it

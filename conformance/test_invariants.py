@@ -38,9 +38,20 @@ def _call(case: cs.PackedBatch) -> str:
 
 
 @pytest.mark.clause(
-    "tb-shapes", "tb-dtypes", "ctb-shift", "ctb-positions", "ctb-padding-labels", "ctb-padding-mask",
-    "ctb-cross-document-targets", "ctb-segment-starts", "ctb-document-ids", "ctb-attention-ids",
-    "ctb-ignore-index", "batched-packed-seq-ids", "batched-block-causal", "batched-document-ids-mask",
+    "tb-shapes",
+    "tb-dtypes",
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-cross-document-targets",
+    "ctb-segment-starts",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "ctb-ignore-index",
+    "batched-packed-seq-ids",
+    "batched-block-causal",
+    "batched-document-ids-mask",
     "batched-metadata",
 )
 @pytest.mark.requires("convert_text_batch")
@@ -51,11 +62,13 @@ def test_converted_batch_invariants(backend, data):
         sample_batch(case.rows), case.contract, case.ignore_index, case.mask_segment_starts, False
     )
     check_converted_batch(
-        out, case.rows, ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts,
-        contract=case.contract, call=_call(case),
+        out,
+        case.rows,
+        ignore_index=case.ignore_index,
+        mask_segment_starts=case.mask_segment_starts,
+        contract=case.contract,
+        call=_call(case),
     )
-
-
 
 
 def _snapshot(value):
@@ -95,7 +108,9 @@ def _assert_unchanged(before, batch, *, what: str, call: str) -> None:
     __tracebackhide__ = True
     after = _batch_state(batch)
     if after["records"] != before["records"]:
-        raise AssertionError(f"sample_batch.records was replaced {what}, but should be untouched [ctb-no-mutation: {call}]")
+        raise AssertionError(
+            f"sample_batch.records was replaced {what}, but should be untouched [ctb-no-mutation: {call}]"
+        )
     for index, (now, then) in enumerate(zip(after["record"], before["record"])):
         for part in then:
             if now[part] != then[part]:
@@ -173,10 +188,23 @@ def _label_rules(case, got: torch.Tensor, want: torch.Tensor) -> str:
 
 
 @pytest.mark.clause(
-    "tb-shapes", "tb-dtypes", "tb-keys", "ctb-token-field", "ctb-shift", "ctb-positions", "ctb-padding-labels",
-    "ctb-padding-mask", "ctb-cross-document-targets", "ctb-segment-starts", "ctb-document-ids",
-    "ctb-attention-ids", "ctb-ignore-index", "batched-packed-seq-ids", "batched-block-causal",
-    "batched-document-ids-mask", "batched-metadata",
+    "tb-shapes",
+    "tb-dtypes",
+    "tb-keys",
+    "ctb-token-field",
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-cross-document-targets",
+    "ctb-segment-starts",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "ctb-ignore-index",
+    "batched-packed-seq-ids",
+    "batched-block-causal",
+    "batched-document-ids-mask",
+    "batched-metadata",
 )
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
@@ -193,12 +221,17 @@ def test_convert_text_batch_matches_reference(backend, data):
         if isinstance(want, torch.Tensor):
             # dtype and shape first, so a wrong dtype is blamed on [tb-dtypes], not on the value rule.
             if not isinstance(got, torch.Tensor) or got.dtype != want.dtype:
-                raise AssertionError(f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]")
+                raise AssertionError(
+                    f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]"
+                )
             if got.shape != want.shape:
-                raise AssertionError(f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} (reference) "
-                                     f"[tb-shapes: {call}]")
+                raise AssertionError(
+                    f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} (reference) [tb-shapes: {call}]"
+                )
         elif type(got) is not type(want):
-            raise AssertionError(f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]")
+            raise AssertionError(
+                f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]"
+            )
         clause = _label_rules(case, got, want) if key == "labels" else DIFFERENTIAL_CLAUSES[key]
         assert_batch_equal(out, expected, keys=[key], clause=clause, call=call)
 
@@ -212,7 +245,13 @@ def test_packed_metadata_invariants(backend, data):
     original = mask.clone()
     out = backend.build_packed_sequence_metadata(mask)
     want = expected_packed_metadata(mask.to(torch.int64).tolist())
-    assert_tensor_equal("packed_token_indices", out["packed_token_indices"], want["packed_token_indices"], clause="meta-indices", call=call)
+    assert_tensor_equal(
+        "packed_token_indices",
+        out["packed_token_indices"],
+        want["packed_token_indices"],
+        clause="meta-indices",
+        call=call,
+    )
     assert_tensor_equal("cu_seqlens", out["cu_seqlens"], want["cu_seqlens"], clause="meta-cu-seqlens", call=call)
     max_seqlen = out["max_seqlen"]
     if type(max_seqlen) is not int or max_seqlen != want["max_seqlen"]:
@@ -233,7 +272,9 @@ def test_unpad_data_invariants(backend, data):
     clause = "unpad-outputs, " + ("unpad-binary" if binary else "unpad-indexed")
     out = backend.get_unpad_data(mask)
     if not isinstance(out, tuple) or len(out) != 3:
-        raise AssertionError(f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]")
+        raise AssertionError(
+            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]"
+        )
     indices, cu_seqlens, max_seqlen = out
     want_indices, want_cu, want_max = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary)
     assert_tensor_equal("indices", indices, want_indices, clause="unpad-outputs", call=call)
@@ -250,10 +291,21 @@ def _adapt_inputs(draw):
     batch_size = draw(st.integers(1, cs.MAX_BATCH), label="B")
     sequence_length = draw(st.integers(1, cs.MAX_LEN), label="S")
     cell = st.integers(0, 6)
-    ids = draw(st.lists(st.lists(cell, min_size=sequence_length, max_size=sequence_length),
-                        min_size=batch_size, max_size=batch_size), label="document_ids")
-    eligible = draw(st.none() | st.lists(st.lists(st.booleans(), min_size=sequence_length, max_size=sequence_length),
-                                         min_size=batch_size, max_size=batch_size), label="attention_eligibility")
+    ids = draw(
+        st.lists(
+            st.lists(cell, min_size=sequence_length, max_size=sequence_length), min_size=batch_size, max_size=batch_size
+        ),
+        label="document_ids",
+    )
+    eligible = draw(
+        st.none()
+        | st.lists(
+            st.lists(st.booleans(), min_size=sequence_length, max_size=sequence_length),
+            min_size=batch_size,
+            max_size=batch_size,
+        ),
+        label="attention_eligibility",
+    )
     return ids, eligible
 
 
@@ -274,24 +326,47 @@ def test_adapt_model_inputs_invariants(backend, data):
     clones = {key: value.clone() for key, value in batch.items()}
     eligibility_clone = None if eligibility is None else eligibility.clone()
 
-    result = backend.adapt_model_inputs(batch, eligibility) if eligibility is not None else backend.adapt_model_inputs(batch)
+    result = (
+        backend.adapt_model_inputs(batch, eligibility) if eligibility is not None else backend.adapt_model_inputs(batch)
+    )
 
     if result is not batch:
-        raise AssertionError(f"returned {type(result).__name__} id {id(result)}, but should return the same mapping [adapt-attention-ids: {call}]")
+        raise AssertionError(
+            f"returned {type(result).__name__} id {id(result)}, but should return the same mapping [adapt-attention-ids: {call}]"
+        )
     expected = [
         [ids[b][i] if eligible is None or eligible[b][i] else 0 for i in range(len(ids[b]))] for b in range(len(ids))
     ]
-    assert_tensor_equal("attention_document_ids", result.get("attention_document_ids"),
-                        torch.tensor(expected, dtype=torch.int64), clause="adapt-attention-ids", call=call)
+    assert_tensor_equal(
+        "attention_document_ids",
+        result.get("attention_document_ids"),
+        torch.tensor(expected, dtype=torch.int64),
+        clause="adapt-attention-ids",
+        call=call,
+    )
     if result["attention_document_ids"].untyped_storage().data_ptr() == document_ids.untyped_storage().data_ptr():
-        raise AssertionError(f"attention_document_ids shares storage with document_ids, but should be new [adapt-attention-ids: {call}]")
+        raise AssertionError(
+            f"attention_document_ids shares storage with document_ids, but should be new [adapt-attention-ids: {call}]"
+        )
 
     # Only an entry is added; every tensor that was there is the same object, unmodified.
     if sorted(result) != sorted([*entries, "attention_document_ids"]):
-        raise AssertionError(f"keys {sorted(result)}, but should be {sorted([*entries, 'attention_document_ids'])} [adapt-no-mutation: {call}]")
+        raise AssertionError(
+            f"keys {sorted(result)}, but should be {sorted([*entries, 'attention_document_ids'])} [adapt-no-mutation: {call}]"
+        )
     for key, value in entries.items():
         if result[key] is not value:
-            raise AssertionError(f"batch[{key!r}] was replaced, but should be the same tensor [adapt-no-mutation: {call}]")
-        assert_tensor_equal(f"batch[{key!r}] (after the call)", value, clones[key], clause="adapt-no-mutation", call=call)
+            raise AssertionError(
+                f"batch[{key!r}] was replaced, but should be the same tensor [adapt-no-mutation: {call}]"
+            )
+        assert_tensor_equal(
+            f"batch[{key!r}] (after the call)", value, clones[key], clause="adapt-no-mutation", call=call
+        )
     if eligibility is not None:
-        assert_tensor_equal("attention_eligibility (after the call)", eligibility, eligibility_clone, clause="adapt-no-mutation", call=call)
+        assert_tensor_equal(
+            "attention_eligibility (after the call)",
+            eligibility,
+            eligibility_clone,
+            clause="adapt-no-mutation",
+            call=call,
+        )

@@ -28,7 +28,9 @@ def test_construction_does_not_start_the_pipeline(backend):
     """Building the loader never calls iter(pipeline); packing_contract is keyword-only."""
     pipeline = RecordingPipeline(three_batches())
     backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
-    assert pipeline.iter_calls == 0, f"iter(pipeline) called {pipeline.iter_calls} time(s) at construction, but should be 0 [loader-construct-lazy]"
+    assert pipeline.iter_calls == 0, (
+        f"iter(pipeline) called {pipeline.iter_calls} time(s) at construction, but should be 0 [loader-construct-lazy]"
+    )
     with pytest.raises(TypeError):
         backend.ZephonDataLoader(pipeline, identity_convert, "batched", Contract())
     assert pipeline.iter_calls == 0
@@ -41,15 +43,26 @@ def test_construction_does_not_start_the_pipeline(backend):
     [
         ({"packing_contract": Contract("flash_varlen")}, ValueError, ("packed_mask_type",)),
         ({"packing_contract": Contract("block_causal", "yes")}, TypeError, ("return_packed_sequence_metadata",)),
-        ({"packing_contract": Contract(), "output_format": "bshd"}, ValueError,
-         ("output_format", "batched", "thd", Value("bshd"))),
+        (
+            {"packing_contract": Contract(), "output_format": "bshd"},
+            ValueError,
+            ("output_format", "batched", "thd", Value("bshd")),
+        ),
     ],
     ids=["bad-mask-type", "bad-metadata-flag", "bad-output-format"],
 )
 def test_construction_validates_contract_and_format(backend, kwargs, error, words):
     """A bad contract or output format is rejected once, at construction."""
     pipeline = RecordingPipeline(three_batches())
-    assert_raises(error, words, backend.ZephonDataLoader, pipeline, identity_convert, clause="loader-construct-validates", **kwargs)
+    assert_raises(
+        error,
+        words,
+        backend.ZephonDataLoader,
+        pipeline,
+        identity_convert,
+        clause="loader-construct-validates",
+        **kwargs,
+    )
     assert pipeline.iter_calls == 0
 
 
@@ -57,8 +70,15 @@ def test_construction_validates_contract_and_format(backend, kwargs, error, word
 @pytest.mark.clause("loader-construct-validates")
 def test_convert_batch_must_be_callable(backend):
     """A convert_batch that cannot be called is a TypeError at construction."""
-    assert_raises(TypeError, (), backend.ZephonDataLoader, RecordingPipeline([]), "not callable",
-                  packing_contract=Contract(), clause="loader-construct-validates")
+    assert_raises(
+        TypeError,
+        (),
+        backend.ZephonDataLoader,
+        RecordingPipeline([]),
+        "not callable",
+        packing_contract=Contract(),
+        clause="loader-construct-validates",
+    )
 
 
 @pytest.mark.requires("zephon_loader")
@@ -68,16 +88,24 @@ def test_iteration_yields_converted_batches_then_stops_for_good(backend):
     batches = three_batches()
     pipeline = RecordingPipeline(batches)
     seen = []
-    loader = backend.ZephonDataLoader(pipeline, lambda sb: seen.append(sb) or {"n": len(seen)}, packing_contract=Contract())
+    loader = backend.ZephonDataLoader(
+        pipeline, lambda sb: seen.append(sb) or {"n": len(seen)}, packing_contract=Contract()
+    )
     assert iter(loader) is loader, "iter(loader) must return the loader itself [loader-iter-self]"
     out = [next(loader), next(iter(loader)), next(loader)]
-    assert out == [{"n": 1}, {"n": 2}, {"n": 3}], f"yielded {out}, but should be the convert_batch results in order [loader-next]"
+    assert out == [{"n": 1}, {"n": 2}, {"n": 3}], (
+        f"yielded {out}, but should be the convert_batch results in order [loader-next]"
+    )
     assert seen == batches, "convert_batch must receive the stream's SampleBatches in order [loader-next]"
-    assert pipeline.iter_calls == 1, f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-iter-self]"
+    assert pipeline.iter_calls == 1, (
+        f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-iter-self]"
+    )
     for _ in range(3):
         with pytest.raises(StopIteration):
             next(loader)
-    assert pipeline.closed == 1, f"stream closed {pipeline.closed} times after exhaustion, but should be 1 [loader-exhaustion]"
+    assert pipeline.closed == 1, (
+        f"stream closed {pipeline.closed} times after exhaustion, but should be 1 [loader-exhaustion]"
+    )
     assert pipeline.iter_calls == 1, "exhaustion must not restart the stream [loader-exhaustion]"
 
 
@@ -93,7 +121,9 @@ def test_close_is_idempotent_and_stops_iteration(backend):
     assert pipeline.closed == 1, f"stream closed {pipeline.closed} times, but should be 1 [loader-close]"
     with pytest.raises(StopIteration):
         next(loader)
-    assert pipeline.iter_calls == 1 and pipeline.taken == 1, "next() after close() must not restart the stream [loader-close]"
+    assert pipeline.iter_calls == 1 and pipeline.taken == 1, (
+        "next() after close() must not restart the stream [loader-close]"
+    )
     fresh = backend.ZephonDataLoader(RecordingPipeline(three_batches()), identity_convert, packing_contract=Contract())
     fresh.close()  # closing a never-started loader is allowed
 
@@ -138,19 +168,26 @@ def test_close_releases_real_zephon_workers(backend, tmp_path):
     baseline = threading.active_count()
     pipeline = corpus_pipeline(tmp_path, seq_len=128, batch_size=2, runner="threads", exhausted_policy="repeat")
     convert = functools.partial(
-        backend.convert_text_batch, packing_contract=Contract(), ignore_index=-100,
-        mask_segment_starts=False, allow_cross_document_attention=False,
+        backend.convert_text_batch,
+        packing_contract=Contract(),
+        ignore_index=-100,
+        mask_segment_starts=False,
+        allow_cross_document_attention=False,
     )
     loader = backend.ZephonDataLoader(pipeline, convert, packing_contract=Contract())
     batch = next(loader)
-    assert tuple(batch["input_ids"].shape) == (2, 128), f"input_ids.shape={tuple(batch['input_ids'].shape)}, but should be (2, 128) [loader-next]"
+    assert tuple(batch["input_ids"].shape) == (2, 128), (
+        f"input_ids.shape={tuple(batch['input_ids'].shape)}, but should be (2, 128) [loader-next]"
+    )
     assert threading.active_count() > baseline, "# sanity check: the threads runner should have started workers"
     loader.close()
     deadline = time.monotonic() + 10
     while threading.active_count() > baseline and time.monotonic() < deadline:
         time.sleep(0.05)
     leftover = [t.name for t in threading.enumerate()][baseline:]
-    assert threading.active_count() <= baseline, f"{threading.active_count() - baseline} worker thread(s) still alive after close(): {leftover} [loader-close]"
+    assert threading.active_count() <= baseline, (
+        f"{threading.active_count() - baseline} worker thread(s) still alive after close(): {leftover} [loader-close]"
+    )
     with pytest.raises(StopIteration):
         next(loader)
 
@@ -182,4 +219,6 @@ def test_failure_to_start_closes_and_never_restarts(backend):
     for _ in range(2):
         with pytest.raises(StopIteration):
             next(loader)
-    assert pipeline.iter_calls == 1, f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-failure-closes]"
+    assert pipeline.iter_calls == 1, (
+        f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-failure-closes]"
+    )

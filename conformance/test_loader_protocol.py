@@ -23,8 +23,9 @@ def three_batches():
 def test_the_loader_is_an_iterator(backend):
     """``isinstance(loader, collections.abc.Iterator)``, so ``next()`` and ``for`` work on it
     as on any iterator."""
-    loader = backend.ZephonDataLoader(RecordingPipeline(three_batches()), lambda sb: {"batch": sb},
-                                      packing_contract=Contract())
+    loader = backend.ZephonDataLoader(
+        RecordingPipeline(three_batches()), lambda sb: {"batch": sb}, packing_contract=Contract()
+    )
     assert isinstance(loader, collections.abc.Iterator), (
         f"{type(loader).__name__} is not a collections.abc.Iterator [loader-iterator]"
     )
@@ -38,10 +39,15 @@ def test_use_distributed_checkpointing_is_true(backend):
     """The bool ``True`` on the class and on every instance, before and after iteration."""
     cls = backend.ZephonDataLoader
     value = getattr(cls, "use_distributed_checkpointing", "<missing>")
-    assert value is True, f"ZephonDataLoader.use_distributed_checkpointing={value!r}, but should be True [loader-distributed-checkpointing]"
+    assert value is True, (
+        f"ZephonDataLoader.use_distributed_checkpointing={value!r}, but should be True [loader-distributed-checkpointing]"
+    )
     loader = cls(RecordingPipeline(three_batches()), lambda sb: {"batch": sb}, packing_contract=Contract())
-    for when, step in (("before iteration", lambda: next(loader)), ("after next()", loader.close),
-                       ("after close()", lambda: None)):
+    for when, step in (
+        ("before iteration", lambda: next(loader)),
+        ("after next()", loader.close),
+        ("after close()", lambda: None),
+    ):
         value = getattr(loader, "use_distributed_checkpointing", "<missing>")
         assert value is True, (
             f"loader.use_distributed_checkpointing={value!r} {when}, but should be True [loader-distributed-checkpointing]"
@@ -51,9 +57,10 @@ def test_use_distributed_checkpointing_is_true(backend):
 
 def _batch_with_counts(counts: list[dict | None]) -> SampleBatch:
     records = [
-        SampleRecord(meta=SampleMeta(sample_id=(0, 0, i), lane_id=0, chunk_id=0, chunk_offset=i,
-                                     component_token_counts=c),
-                     payload={"input_ids": [1, 2]})
+        SampleRecord(
+            meta=SampleMeta(sample_id=(0, 0, i), lane_id=0, chunk_id=0, chunk_offset=i, component_token_counts=c),
+            payload={"input_ids": [1, 2]},
+        )
         for i, c in enumerate(counts)
     ]
     return SampleBatch(records=tuple(records))
@@ -64,10 +71,12 @@ def _batch_with_counts(counts: list[dict | None]) -> SampleBatch:
 def test_component_token_counts_are_added_up(backend):
     """Each record's ``meta.component_token_counts`` is added into ``_component_tokens``, per
     component, batch by batch; a record without counts adds nothing."""
-    batches = [_batch_with_counts([{0: 3, 1: 5}, {1: 2}]), _batch_with_counts([None, {2: 7}]),
-               _batch_with_counts([{0: 1}])]
-    loader = backend.ZephonDataLoader(RecordingPipeline(batches), lambda sb: {"batch": sb},
-                                      packing_contract=Contract())
+    batches = [
+        _batch_with_counts([{0: 3, 1: 5}, {1: 2}]),
+        _batch_with_counts([None, {2: 7}]),
+        _batch_with_counts([{0: 1}]),
+    ]
+    loader = backend.ZephonDataLoader(RecordingPipeline(batches), lambda sb: {"batch": sb}, packing_contract=Contract())
     expected = [{0: 3, 1: 7}, {0: 3, 1: 7, 2: 7}, {0: 4, 1: 7, 2: 7}]
     for k, want in enumerate(expected):
         next(loader)
@@ -82,8 +91,11 @@ def test_component_token_counts_are_added_up(backend):
 def test_component_token_counts_of_a_real_pipeline(backend, tmp_path):
     """Over the tokenized, packed corpus, ``_component_tokens`` is the sum of the counts Zephon
     put on the records of the batches returned so far."""
-    loader = backend.ZephonDataLoader(corpus_pipeline(tmp_path, seq_len=64, batch_size=2, docs=16),
-                                      lambda sb: {"batch": sb}, packing_contract=Contract())
+    loader = backend.ZephonDataLoader(
+        corpus_pipeline(tmp_path, seq_len=64, batch_size=2, docs=16),
+        lambda sb: {"batch": sb},
+        packing_contract=Contract(),
+    )
     expected: Counter = Counter()
     for _ in range(4):
         returned = next(loader)["batch"]
@@ -108,8 +120,9 @@ def test_batches_are_what_convert_batch_returns_whatever_the_loader_options(back
         made.append({"input_ids": sample_batch, "attention_mask": None})  # not THD, no metadata
         return made[-1]
 
-    loader = backend.ZephonDataLoader(RecordingPipeline(three_batches()), convert, "thd",
-                                      packing_contract=Contract("document_ids", True))
+    loader = backend.ZephonDataLoader(
+        RecordingPipeline(three_batches()), convert, "thd", packing_contract=Contract("document_ids", True)
+    )
     for k in range(3):
         got = next(loader)
         assert got is made[k], f"next() returned {got!r}, but should return convert_batch's object itself [loader-next]"

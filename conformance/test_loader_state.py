@@ -85,7 +85,9 @@ def test_load_then_state_dict_round_trips_and_resumes(backend, scratch):
     """F17: after 5 batches S is non-empty; a fresh loader loaded with S returns S and yields [5]..[9]."""
     saved = saved_after(backend, scratch, 5)
     assert isinstance(saved, dict) and list(saved) == ["zephon"], f"state_dict()={saved!r} [state-after-start]"
-    assert isinstance(saved["zephon"], bytes) and saved["zephon"], "state after start must be non-empty bytes [state-after-start]"
+    assert isinstance(saved["zephon"], bytes) and saved["zephon"], (
+        "state after start must be non-empty bytes [state-after-start]"
+    )
     spy = SpyPipeline(index_pipeline(scratch, 10, 2, "redistribute"))
     loader = make_loader(backend, spy)
     loader.load_state_dict(saved)
@@ -236,8 +238,9 @@ def test_fingerprint_mismatch_names_both_fingerprints(backend, scratch, other):
     spy = SpyPipeline(index_pipeline(scratch, 40, 8, "redistribute", pack=other))
     loader = make_loader(backend, spy)
     # The check's name is a fact [state-load-validates-first]; so are both fingerprints.
-    error = assert_raises(ValueError, ("fingerprint mismatch",), loader.load_state_dict, saved,
-                          clause="state-load-validates-first")
+    error = assert_raises(
+        ValueError, ("fingerprint mismatch",), loader.load_state_dict, saved, clause="state-load-validates-first"
+    )
     named = set(HEX64.findall(str(error)))
     assert len(named) == 2, f"message {str(error)!r} should name both sha256 fingerprints [state-fingerprint]"
     assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-validates-first]"
@@ -276,10 +279,14 @@ def test_state_is_identical_across_processes(backend, scratch):
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed, ZEPHON_CATALOG_DIR=str(scratch / f"catalog{seed}"))
         code = _SUBPROCESS.format(root=str(ROOT), backend=backend.name, scratch=str(scratch / f"p{seed}"))
-        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         outputs.append(bytes.fromhex(done.stdout.strip()))
-    assert outputs[0] == outputs[1], "equal states saved in two processes must be equal bytes [state-envelope, state-fingerprint]"
+    assert outputs[0] == outputs[1], (
+        "equal states saved in two processes must be equal bytes [state-envelope, state-fingerprint]"
+    )
     here = make_loader(backend, index_pipeline(scratch, 40, 8, "redistribute", pack=(8, "wrap")))
     uninterrupted = make_loader(backend, index_pipeline(scratch, 40, 8, "redistribute", pack=(8, "wrap")))
     here.load_state_dict({"zephon": outputs[0]})
@@ -291,8 +298,9 @@ def test_state_is_identical_across_processes(backend, scratch):
 def test_canonical_replicas_change_names_both_values(backend, scratch):
     saved = saved_after(backend, scratch, 2, n=12, canonical_replicas=2)
     loader = make_loader(backend, index_pipeline(scratch, 12, 2, "redistribute", canonical_replicas=3))
-    assert_raises(ValueError, ("canonical_replicas changed",), loader.load_state_dict, saved,
-                  clause="state-load-validates-first")
+    assert_raises(
+        ValueError, ("canonical_replicas changed",), loader.load_state_dict, saved, clause="state-load-validates-first"
+    )
     assert_raises(ValueError, (2, 3), loader.load_state_dict, saved, clause="state-canonical-replicas")
     assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
     same = make_loader(backend, index_pipeline(scratch, 12, 2, "redistribute", canonical_replicas=2))
@@ -304,11 +312,11 @@ def test_canonical_replicas_change_names_both_values(backend, scratch):
 
 
 def _flip_body(data):
-    return data[:HEADER] + bytes([data[HEADER] ^ 0x01]) + data[HEADER + 1:]
+    return data[:HEADER] + bytes([data[HEADER] ^ 0x01]) + data[HEADER + 1 :]
 
 
 def _raise_version(data):
-    return data[: len(MAGIC)] + bytes([data[len(MAGIC)] + 1]) + data[len(MAGIC) + 1:]
+    return data[: len(MAGIC)] + bytes([data[len(MAGIC)] + 1]) + data[len(MAGIC) + 1 :]
 
 
 def _garbage_body(data):
@@ -334,20 +342,29 @@ def _mistyped_topology(data):
         (lambda d: d[:-1], "truncated"),
         (lambda d: d[:10], "truncated"),
         (lambda d: d + b"\x00", "truncated"),
-        (lambda d: b"XSZSTATE" + d[len(MAGIC):], "bad magic"),
+        (lambda d: b"XSZSTATE" + d[len(MAGIC) :], "bad magic"),
         (_raise_version, "unsupported version"),
         (_garbage_body, "malformed body"),
         (_missing_keys, "malformed body"),
         (_mistyped_topology, "malformed body"),
     ],
-    ids=["flip-body", "drop-last-byte", "cut-header", "extra-byte", "magic", "version", "garbage-json",
-         "missing-keys", "mistyped-topology"],
+    ids=[
+        "flip-body",
+        "drop-last-byte",
+        "cut-header",
+        "extra-byte",
+        "magic",
+        "version",
+        "garbage-json",
+        "missing-keys",
+        "mistyped-topology",
+    ],
 )
 def test_tampered_envelope_is_rejected_by_name(backend, scratch, tamper, check):
     saved = saved_after(backend, scratch, 5)
     data = saved["zephon"]
     assert data[: len(MAGIC)] == MAGIC and data[len(MAGIC)] == 1, "envelope header [state-envelope]"
-    (length,) = struct.unpack(">Q", data[len(MAGIC) + 1:HEADER])
+    (length,) = struct.unpack(">Q", data[len(MAGIC) + 1 : HEADER])
     assert len(data) == HEADER + length + DIGEST, "[state-envelope]"
     assert hashlib.sha256(data[:-DIGEST]).digest() == data[-DIGEST:], "digest of everything before it [state-envelope]"
     body = data[HEADER:-DIGEST]
@@ -358,8 +375,9 @@ def test_tampered_envelope_is_rejected_by_name(backend, scratch, tamper, check):
 
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     # The message contains the failed check's name [state-load-validates-first]; the rest of it is free.
-    assert_raises(ValueError, (check,), loader.load_state_dict, {"zephon": tamper(data)},
-                  clause="state-load-validates-first")
+    assert_raises(
+        ValueError, (check,), loader.load_state_dict, {"zephon": tamper(data)}, clause="state-load-validates-first"
+    )
     assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
     loader.load_state_dict(saved)
     assert list(loader) == [[i] for i in range(5, 10)], "a correct state still loads [state-load-validates-first]"
@@ -378,13 +396,13 @@ def _mutate(data: bytes, mutations) -> bytes:
         kind, at = mutation[0], mutation[1] % (len(data) + 1)
         if kind == "flip" and data:
             at %= len(data)
-            data = data[:at] + bytes([data[at] ^ mutation[2]]) + data[at + 1:]
+            data = data[:at] + bytes([data[at] ^ mutation[2]]) + data[at + 1 :]
         elif kind == "truncate":
             data = data[:at]
         elif kind == "insert":
             data = data[:at] + mutation[2] + data[at:]
         elif kind == "splice":
-            data = data[:at] + mutation[3] + data[at + mutation[2]:]
+            data = data[:at] + mutation[3] + data[at + mutation[2] :]
     return data
 
 
@@ -397,7 +415,9 @@ def test_random_and_mutated_bytes_raise_only_value_error(backend, scratch):
     valid = saved["zephon"]
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
 
-    @given(st.one_of(st.binary(max_size=200), st.lists(_mutation, min_size=1, max_size=4).map(lambda m: _mutate(valid, m))))
+    @given(
+        st.one_of(st.binary(max_size=200), st.lists(_mutation, min_size=1, max_size=4).map(lambda m: _mutate(valid, m)))
+    )
     def feed(data):
         if data == valid:
             return
@@ -412,7 +432,9 @@ def test_random_and_mutated_bytes_raise_only_value_error(backend, scratch):
             ) from error
         else:
             assert data == b"", f"{data[:40]!r}... was accepted, but should be rejected [state-envelope]"
-        assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-validates-first]"
+        assert loader.state_dict() == {"zephon": b""}, (
+            "a rejected load must change nothing [state-load-validates-first]"
+        )
 
     feed()
     loader.load_state_dict(saved)
@@ -428,8 +450,11 @@ def test_corpus_pipeline_resumes_exactly(backend, scratch):
     """Save after k=3 batches of the tokenized, packed corpus; a fresh loader continues the
     uninterrupted run batch for batch, tensors equal exactly."""
     convert = functools.partial(
-        backend.convert_text_batch, packing_contract=Contract(), ignore_index=-100,
-        mask_segment_starts=True, allow_cross_document_attention=False,
+        backend.convert_text_batch,
+        packing_contract=Contract(),
+        ignore_index=-100,
+        mask_segment_starts=True,
+        allow_cross_document_attention=False,
     )
 
     def loader():
@@ -447,6 +472,8 @@ def test_corpus_pipeline_resumes_exactly(backend, scratch):
     assert resumed.state_dict() == saved, "[state-roundtrip]"
     for k, want in enumerate(expected):
         got = next(resumed)
-        assert list(got) == list(want), f"batch {4 + k}: keys {list(got)}, but should be {list(want)} [state-exact-resume]"
+        assert list(got) == list(want), (
+            f"batch {4 + k}: keys {list(got)}, but should be {list(want)} [state-exact-resume]"
+        )
         assert_batch_equal(got, want, clause="state-exact-resume", call=f"batch {4 + k} after resume")
     resumed.close()

@@ -61,8 +61,17 @@ def _usable_contract(contract: Contract, backend) -> Contract:
     return replace(contract, return_packed_sequence_metadata=False)
 
 
-def _call(rows, contract, *, ignore_index, mask_segment_starts, xdoc, output_format="batched",
-          pad_to_length=None, pad_token_id=None) -> str:
+def _call(
+    rows,
+    contract,
+    *,
+    ignore_index,
+    mask_segment_starts,
+    xdoc,
+    output_format="batched",
+    pad_to_length=None,
+    pad_token_id=None,
+) -> str:
     """A runnable description of one ``convert_text_batch`` call on drawn rows."""
     text = (
         f"convert_text_batch(sample_batch({describe_rows(rows)}), {contract!r}, ignore_index={ignore_index}, "
@@ -80,8 +89,7 @@ def _assert_same_keys(first, second, *, drop_first=frozenset(), drop_second=froz
     left, right = set(first) - drop_first, set(second) - drop_second
     if left != right:
         raise AssertionError(
-            f"keys {sorted(left)} (first call), but should be {sorted(right)} as in the second call "
-            f"[{clause}: {call}]"
+            f"keys {sorted(left)} (first call), but should be {sorted(right)} as in the second call [{clause}: {call}]"
         )
 
 
@@ -120,14 +128,14 @@ def test_thd_and_batched_agree_token_for_token(backend, data):
     xdoc = _draw_xdoc(data, backend)
     contract = _usable_contract(case.contract, backend)
     options = dict(ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts, xdoc=xdoc)
-    call = (f"{_call(case.rows, contract, **options, output_format='thd')} vs the same call with "
-            "output_format='batched'")
+    call = f"{_call(case.rows, contract, **options, output_format='thd')} vs the same call with output_format='batched'"
 
     thd = convert(backend, case.rows, contract, **options, output_format="thd")
     batched = convert(backend, case.rows, contract, **options, output_format="batched")
 
-    _assert_same_keys(thd, batched, drop_first=THD_ROUTE_KEYS, drop_second=BATCHED_ROUTE_KEYS,
-                      clause="ctb-output-route", call=call)
+    _assert_same_keys(
+        thd, batched, drop_first=THD_ROUTE_KEYS, drop_second=BATCHED_ROUTE_KEYS, clause="ctb-output-route", call=call
+    )
     assert_batch_equal(thd, batched, keys=TOKEN_KEYS, clause="ctb-output-route", call=call)
 
     ids = batched["_packed_seq_ids"]
@@ -146,10 +154,16 @@ def test_thd_and_batched_agree_token_for_token(backend, data):
                     f"seq_lens_padded[{b}] valid entries {[v for v in row if v != THD_PAD]} sum to {total}, "
                     f"but should sum to S={sequence_length} [thd-lengths: {call}]"
                 )
-    assert_tensor_equal("seq_lens (runs of the batched _packed_seq_ids)", thd.get("seq_lens"), want_lens,
-                        clause="thd-lengths", call=call)
-    assert_tensor_equal("seq_lens_padded (runs + trailing padding)", seq_lens_padded, want_padded,
-                        clause="thd-lengths", call=call)
+    assert_tensor_equal(
+        "seq_lens (runs of the batched _packed_seq_ids)",
+        thd.get("seq_lens"),
+        want_lens,
+        clause="thd-lengths",
+        call=call,
+    )
+    assert_tensor_equal(
+        "seq_lens_padded (runs + trailing padding)", seq_lens_padded, want_padded, clause="thd-lengths", call=call
+    )
 
 
 # -- 2. xdoc on vs off ------------------------------------------------------------------
@@ -169,23 +183,35 @@ def test_xdoc_changes_only_positions_and_attention_ids(backend, data):
     case = data.draw(cs.packed_batches(), label="case")
     output_format = _draw_format(data, backend)
     contract = _usable_contract(case.contract, backend)
-    options = dict(ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts,
-                   output_format=output_format)
+    options = dict(
+        ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts, output_format=output_format
+    )
     call = f"{_call(case.rows, contract, **options, xdoc=True)} vs the same call with xdoc off"
 
     on = convert(backend, case.rows, contract, **options, xdoc=True)
     off = convert(backend, case.rows, contract, **options, xdoc=False)
 
-    assert_batch_equal(on, off, keys=("input_ids", "labels", "padding_mask", "document_ids"),
-                       clause="ctb-xdoc, xdoc-untouched", call=call)
-    assert_tensor_equal("attention_document_ids (xdoc on)", on["attention_document_ids"],
-                        (off["attention_document_ids"] > 0).to(torch.int64), clause="xdoc-attention-ids", call=call)
+    assert_batch_equal(
+        on,
+        off,
+        keys=("input_ids", "labels", "padding_mask", "document_ids"),
+        clause="ctb-xdoc, xdoc-untouched",
+        call=call,
+    )
+    assert_tensor_equal(
+        "attention_document_ids (xdoc on)",
+        on["attention_document_ids"],
+        (off["attention_document_ids"] > 0).to(torch.int64),
+        clause="xdoc-attention-ids",
+        call=call,
+    )
     expected_positions = off["position_ids"].clone()
     for b in range(expected_positions.shape[0]):
         real = ~off["padding_mask"][b]
         expected_positions[b, real] = torch.arange(int(real.sum()), dtype=torch.int64)
-    assert_tensor_equal("position_ids (xdoc on)", on["position_ids"], expected_positions,
-                        clause="xdoc-positions", call=call)
+    assert_tensor_equal(
+        "position_ids (xdoc on)", on["position_ids"], expected_positions, clause="xdoc-positions", call=call
+    )
 
 
 # -- 3. more padding --------------------------------------------------------------------
@@ -230,8 +256,14 @@ def _max_seqlen_of(cu_seqlens: torch.Tensor) -> int:
 
 
 @pytest.mark.clause(
-    "ctb-padding-labels", "ctb-padding-mask", "ctb-positions", "ctb-document-ids", "ctb-shift",
-    "batched-packed-seq-ids", "batched-metadata", "thd-lengths",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-positions",
+    "ctb-document-ids",
+    "ctb-shift",
+    "batched-packed-seq-ids",
+    "batched-metadata",
+    "thd-lengths",
 )
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
@@ -254,10 +286,16 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
     output_format = _draw_format(data, backend)
     contract = _usable_contract(case.contract, backend)
     longer = [_with_more_padding(row, extra) for row in case.rows]
-    options = dict(ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts, xdoc=xdoc,
-                   output_format=output_format)
-    call = (f"{_call(case.rows, contract, **options)} vs the same rows with {extra} more pad tokens: "
-            f"{describe_rows(longer)}")
+    options = dict(
+        ignore_index=case.ignore_index,
+        mask_segment_starts=case.mask_segment_starts,
+        xdoc=xdoc,
+        output_format=output_format,
+    )
+    call = (
+        f"{_call(case.rows, contract, **options)} vs the same rows with {extra} more pad tokens: "
+        f"{describe_rows(longer)}"
+    )
 
     old = convert(backend, case.rows, contract, **options)
     new = convert(backend, longer, contract, **options)
@@ -267,29 +305,31 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
     s_old, s_new = length - 1, length - 1 + extra
     unpadded = [b for b, row in enumerate(case.rows) if not row.padding_length]  # n == 0
     for key in TOKEN_KEYS:
-        assert_tensor_equal(f"{key}[:, :S_old]", _prefix(new[key], s_old), old[key],
-                            clause="ctb-padding-labels", call=call)
+        assert_tensor_equal(
+            f"{key}[:, :S_old]", _prefix(new[key], s_old), old[key], clause="ctb-padding-labels", call=call
+        )
 
     # The k new slots.
     ignore = case.ignore_index
     want_labels = torch.full((len(case.rows), extra), ignore, dtype=torch.int64)
-    assert_tensor_equal("labels[:, S_old:]", new["labels"][:, s_old:], want_labels,
-                        clause="ctb-padding-labels", call=call)
+    assert_tensor_equal(
+        "labels[:, S_old:]", new["labels"][:, s_old:], want_labels, clause="ctb-padding-labels", call=call
+    )
     slots = torch.arange(s_old, s_new)
     want_padding = torch.stack([slots >= length - (row.padding_length or 0) for row in case.rows])
-    assert_tensor_equal("padding_mask[:, S_old:]", new["padding_mask"][:, s_old:], want_padding,
-                        clause="ctb-padding-mask", call=call)
+    assert_tensor_equal(
+        "padding_mask[:, S_old:]", new["padding_mask"][:, s_old:], want_padding, clause="ctb-padding-mask", call=call
+    )
     # New input tokens and positions: the row's last real token (n == 0 only) and pad tokens with
     # their tail positions; under xdoc the real token continues the row's numbering (0 .. real - 1).
     want_inputs = torch.tensor([row.tokens[s_old:s_new] for row in longer], dtype=torch.int64)
-    want_positions = torch.tensor(
-        [row_positions(row)[s_old:s_new] for row in longer], dtype=torch.int64
-    )
+    want_positions = torch.tensor([row_positions(row)[s_old:s_new] for row in longer], dtype=torch.int64)
     if xdoc:
         want_positions[unpadded, 0] = s_old
     assert_tensor_equal("input_ids[:, S_old:]", new["input_ids"][:, s_old:], want_inputs, clause="ctb-shift", call=call)
-    assert_tensor_equal("position_ids[:, S_old:]", new["position_ids"][:, s_old:], want_positions,
-                        clause="ctb-positions", call=call)
+    assert_tensor_equal(
+        "position_ids[:, S_old:]", new["position_ids"][:, s_old:], want_positions, clause="ctb-positions", call=call
+    )
     want_documents = torch.zeros((len(case.rows), extra), dtype=torch.int64)
     want_attention = torch.zeros((len(case.rows), extra), dtype=torch.int64)
     for b in unpadded:
@@ -300,37 +340,78 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
         want_attention[b, 0] = 1 if xdoc else want_documents[b, 0]
     # A row with no padding before gains one real input: a new attention run, or its last one grows.
     starts_run = {b: int(want_attention[b, 0]) != int(old["attention_document_ids"][b, s_old - 1]) for b in unpadded}
-    assert_tensor_equal("document_ids[:, S_old:]", new["document_ids"][:, s_old:], want_documents,
-                        clause="ctb-document-ids", call=call)
-    assert_tensor_equal("attention_document_ids[:, S_old:]", new["attention_document_ids"][:, s_old:], want_attention,
-                        clause="ctb-document-ids", call=call)
+    assert_tensor_equal(
+        "document_ids[:, S_old:]", new["document_ids"][:, s_old:], want_documents, clause="ctb-document-ids", call=call
+    )
+    assert_tensor_equal(
+        "attention_document_ids[:, S_old:]",
+        new["attention_document_ids"][:, s_old:],
+        want_attention,
+        clause="ctb-document-ids",
+        call=call,
+    )
 
     if output_format == "batched":
-        assert_tensor_equal("_packed_seq_ids[:, :S_old]", _prefix(new["_packed_seq_ids"], s_old),
-                            old["_packed_seq_ids"], clause="batched-packed-seq-ids", call=call)
-        assert_tensor_equal("_packed_seq_ids[:, S_old:]", new["_packed_seq_ids"][:, s_old:], want_attention,
-                            clause="batched-packed-seq-ids", call=call)
+        assert_tensor_equal(
+            "_packed_seq_ids[:, :S_old]",
+            _prefix(new["_packed_seq_ids"], s_old),
+            old["_packed_seq_ids"],
+            clause="batched-packed-seq-ids",
+            call=call,
+        )
+        assert_tensor_equal(
+            "_packed_seq_ids[:, S_old:]",
+            new["_packed_seq_ids"][:, s_old:],
+            want_attention,
+            clause="batched-packed-seq-ids",
+            call=call,
+        )
         mask = new["attention_mask"]
         top_left = mask[..., :s_old, :s_old] if mask.ndim == 4 else mask[:, :s_old]
-        assert_tensor_equal("attention_mask (top-left S_old block)", top_left, old["attention_mask"],
-                            clause="ctb-padding-mask", call=call)
+        assert_tensor_equal(
+            "attention_mask (top-left S_old block)",
+            top_left,
+            old["attention_mask"],
+            clause="ctb-padding-mask",
+            call=call,
+        )
         if "cu_seqlens" in old:
-            assert_tensor_equal("packed_token_indices[:, :S_old]", _prefix(new["packed_token_indices"], s_old),
-                                old["packed_token_indices"], clause="batched-metadata", call=call)
+            assert_tensor_equal(
+                "packed_token_indices[:, :S_old]",
+                _prefix(new["packed_token_indices"], s_old),
+                old["packed_token_indices"],
+                clause="batched-metadata",
+                call=call,
+            )
             want_indices = torch.where(want_attention > 0, slots.expand(len(case.rows), extra), torch.tensor(-1))
-            assert_tensor_equal("packed_token_indices[:, S_old:]", new["packed_token_indices"][:, s_old:], want_indices,
-                                clause="batched-metadata", call=call)
+            assert_tensor_equal(
+                "packed_token_indices[:, S_old:]",
+                new["packed_token_indices"][:, s_old:],
+                want_indices,
+                clause="batched-metadata",
+                call=call,
+            )
             cumulative = old["cu_seqlens"]
-            changes = {b: ("append", 1 + int(cumulative[b][cumulative[b] != -1][-1])) if starts_run[b] else ("add", 1)
-                       for b in unpadded}
+            changes = {
+                b: ("append", 1 + int(cumulative[b][cumulative[b] != -1][-1])) if starts_run[b] else ("add", 1)
+                for b in unpadded
+            }
             want_cu = _grown(cumulative, -1, changes)
-            assert_tensor_equal("cu_seqlens (rows with no padding before gain one token)",
-                                new["cu_seqlens"], want_cu, clause="batched-metadata", call=call)
+            assert_tensor_equal(
+                "cu_seqlens (rows with no padding before gain one token)",
+                new["cu_seqlens"],
+                want_cu,
+                clause="batched-metadata",
+                call=call,
+            )
             assert_batch_equal(new, {"max_seqlen": _max_seqlen_of(want_cu)}, clause="batched-metadata", call=call)
     else:
         seq_lens = _grown(old["seq_lens"], THD_PAD, {b: ("append" if starts_run[b] else "add", 1) for b in unpadded})
-        padded = _grown(old["seq_lens_padded"], THD_PAD,
-                        {b: ("append" if starts_run.get(b) else "add", extra) for b in range(len(case.rows))})
+        padded = _grown(
+            old["seq_lens_padded"],
+            THD_PAD,
+            {b: ("append" if starts_run.get(b) else "add", extra) for b in range(len(case.rows))},
+        )
         assert_tensor_equal("seq_lens", new["seq_lens"], seq_lens, clause="thd-lengths", call=call)
         assert_tensor_equal("seq_lens_padded", new["seq_lens_padded"], padded, clause="thd-lengths", call=call)
 
@@ -352,25 +433,43 @@ def test_boundaries_never_depend_on_token_values(backend, data):
     ignore = data.draw(st.sampled_from(SENTINEL_IGNORE_INDICES), label="ignore_index")
     values = st.one_of(st.sampled_from((0, 1, 7, 99999)), st.integers(0, cs.MAX_TOKEN_ID)).filter(lambda v: v != ignore)
     replaced = [
-        Row(tuple(data.draw(st.lists(values, min_size=len(row.tokens), max_size=len(row.tokens)),
-                            label=f"new tokens[{b}]")), row.positions, row.padding_length)
+        Row(
+            tuple(
+                data.draw(
+                    st.lists(values, min_size=len(row.tokens), max_size=len(row.tokens)), label=f"new tokens[{b}]"
+                )
+            ),
+            row.positions,
+            row.padding_length,
+        )
         for b, row in enumerate(case.rows)
     ]
     xdoc = _draw_xdoc(data, backend)
     output_format = _draw_format(data, backend)
     contract = _usable_contract(case.contract, backend)
-    options = dict(ignore_index=ignore, mask_segment_starts=case.mask_segment_starts, xdoc=xdoc,
-                   output_format=output_format)
+    options = dict(
+        ignore_index=ignore, mask_segment_starts=case.mask_segment_starts, xdoc=xdoc, output_format=output_format
+    )
     call = f"{_call(case.rows, contract, **options)} vs the same call on other tokens: {describe_rows(replaced)}"
 
     old = convert(backend, case.rows, contract, **options)
     new = convert(backend, replaced, contract, **options)
 
     _assert_same_keys(new, old, clause="ctb-boundaries-from-zeros", call=call)
-    assert_batch_equal(new, old, keys=[k for k in old if k not in ("input_ids", "labels")],
-                       clause="ctb-boundaries-from-zeros", call=call)
-    assert_tensor_equal("labels == ignore_index (the masked labels)", new["labels"] == ignore, old["labels"] == ignore,
-                        clause="ctb-padding-labels", call=call)
+    assert_batch_equal(
+        new,
+        old,
+        keys=[k for k in old if k not in ("input_ids", "labels")],
+        clause="ctb-boundaries-from-zeros",
+        call=call,
+    )
+    assert_tensor_equal(
+        "labels == ignore_index (the masked labels)",
+        new["labels"] == ignore,
+        old["labels"] == ignore,
+        clause="ctb-padding-labels",
+        call=call,
+    )
     tokens = torch.tensor([row.tokens for row in replaced], dtype=torch.int64)
     assert_tensor_equal("input_ids", new["input_ids"], tokens[:, :-1], clause="ctb-shift", call=call)
     want_labels = torch.where(old["labels"] == ignore, torch.tensor(ignore, dtype=torch.int64), tokens[:, 1:])
@@ -394,8 +493,11 @@ def _unpacked_rows(draw, length: int, tokens: st.SearchStrategy[int]) -> list[Ro
             row = draw(cs.packed_rows(size), label=f"row[{b}]")
         else:
             size = draw(st.integers(1, length), label=f"L[{b}]")
-            row = Row(tuple(draw(st.lists(tokens, min_size=size, max_size=size), label=f"tokens[{b}]")), None,
-                      draw(st.sampled_from((None, 0)), label=f"padding_length[{b}]"))
+            row = Row(
+                tuple(draw(st.lists(tokens, min_size=size, max_size=size), label=f"tokens[{b}]")),
+                None,
+                draw(st.sampled_from((None, 0)), label=f"padding_length[{b}]"),
+            )
         rows.append(row)
     return rows
 
@@ -435,8 +537,10 @@ def test_pad_to_length_equals_pre_padded_rows(backend, data):
     pad_token_id = data.draw(PAD_TOKEN_IDS, label="pad_token_id")
     length, rows, contract, options = _unpacked_case(data, backend, [pad_token_id])
     padded = [_pre_padded(row, length, pad_token_id) for row in rows]
-    call = (f"{_call(rows, contract, **options, pad_to_length=length, pad_token_id=pad_token_id)} vs "
-            f"the rows padded by hand: {describe_rows(padded)}")
+    call = (
+        f"{_call(rows, contract, **options, pad_to_length=length, pad_token_id=pad_token_id)} vs "
+        f"the rows padded by hand: {describe_rows(padded)}"
+    )
 
     out = convert(backend, rows, contract, **options, pad_to_length=length, pad_token_id=pad_token_id)
     want = convert(backend, padded, contract, **options)
@@ -455,8 +559,10 @@ def test_pad_token_id_changes_only_the_appended_slots(backend, data):
     first = data.draw(PAD_TOKEN_IDS, label="pad_token_id")
     second = data.draw(PAD_TOKEN_IDS.filter(lambda v: v != first), label="other_pad_token_id")
     length, rows, contract, options = _unpacked_case(data, backend, [first, second])
-    call = (f"{_call(rows, contract, **options, pad_to_length=length, pad_token_id=first)} vs the same call "
-            f"with pad_token_id={second}")
+    call = (
+        f"{_call(rows, contract, **options, pad_to_length=length, pad_token_id=first)} vs the same call "
+        f"with pad_token_id={second}"
+    )
 
     one = convert(backend, rows, contract, **options, pad_to_length=length, pad_token_id=first)
     two = convert(backend, rows, contract, **options, pad_to_length=length, pad_token_id=second)
@@ -464,9 +570,17 @@ def test_pad_token_id_changes_only_the_appended_slots(backend, data):
     _assert_same_keys(one, two, clause="unpacked-padding", call=call)
     assert_batch_equal(one, two, keys=[k for k in two if k != "input_ids"], clause="unpacked-padding", call=call)
     appended = torch.stack([torch.arange(length - 1) >= len(row.tokens) for row in rows])
-    assert_tensor_equal(f"input_ids (pad_token_id={first})", one["input_ids"],
-                        torch.where(appended, torch.tensor(first), two["input_ids"]),
-                        clause="unpacked-padding", call=call)
-    assert_tensor_equal(f"input_ids (pad_token_id={second})", two["input_ids"],
-                        torch.where(appended, torch.tensor(second), one["input_ids"]),
-                        clause="unpacked-padding", call=call)
+    assert_tensor_equal(
+        f"input_ids (pad_token_id={first})",
+        one["input_ids"],
+        torch.where(appended, torch.tensor(first), two["input_ids"]),
+        clause="unpacked-padding",
+        call=call,
+    )
+    assert_tensor_equal(
+        f"input_ids (pad_token_id={second})",
+        two["input_ids"],
+        torch.where(appended, torch.tensor(second), one["input_ids"]),
+        clause="unpacked-padding",
+        call=call,
+    )

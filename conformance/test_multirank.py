@@ -105,7 +105,12 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
     env = dict(os.environ, ZEPHON_CATALOG_DIR=str(workdir / "catalog"), PYTHONPATH=pythonpath)
     started = time.monotonic()
     process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
     try:
@@ -121,10 +126,14 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
         if not path.exists():
             hint = ""
             if "BackendError" in output:
-                hint = (f"\nthe rank processes could not load --backend {backend_spec!r} although pytest could; "
-                        f"make its module importable from {ROOT} with PYTHONPATH")
-            pytest.fail(f"{launcher} job {name!r}: rank {rank} wrote no result (rc={process.returncode}) "
-                        f"{HARNESS_TAG}{hint}\n{output[-4000:]}")
+                hint = (
+                    f"\nthe rank processes could not load --backend {backend_spec!r} although pytest could; "
+                    f"make its module importable from {ROOT} with PYTHONPATH"
+                )
+            pytest.fail(
+                f"{launcher} job {name!r}: rank {rank} wrote no result (rc={process.returncode}) "
+                f"{HARNESS_TAG}{hint}\n{output[-4000:]}"
+            )
         results.append(json.loads(path.read_text(encoding="utf-8")))
     return process.returncode, results, elapsed, output[-4000:]
 
@@ -141,9 +150,7 @@ def ok(job, name, clause=None):
     if any("timed out" in e.lower() for e in errors):
         tags.append("state-collective-all-ranks")
     tag = f" [{', '.join(tags)}]" if tags else ""
-    assert returncode == 0 and not errors, (
-        f"job {name!r} failed (rc={returncode}){tag}:\n" + "\n".join(errors) + output
-    )
+    assert returncode == 0 and not errors, f"job {name!r} failed (rc={returncode}){tag}:\n" + "\n".join(errors) + output
     return results
 
 
@@ -212,7 +219,9 @@ def where_bytes_differ(a: bytes, b: bytes) -> str:
             detail += f"; body keys that differ: {keys}"
             for key in keys:
                 if isinstance(body_a.get(key), dict) and isinstance(body_b.get(key), dict):
-                    sub = sorted(k for k in set(body_a[key]) | set(body_b[key]) if body_a[key].get(k) != body_b[key].get(k))
+                    sub = sorted(
+                        k for k in set(body_a[key]) | set(body_b[key]) if body_a[key].get(k) != body_b[key].get(k)
+                    )
                     detail += f"; {key}: {sub[:8]}"
         except ValueError:
             pass
@@ -234,7 +243,9 @@ def assert_identical_states(workdir, name, results, topology):
             "merged state [state-all-ranks-identical]"
         )
     got = envelope_topology(states[0])
-    assert got == topology, f"job {name!r}: the envelope's topology is {got}, but the job ran {topology} [state-envelope]"
+    assert got == topology, (
+        f"job {name!r}: the envelope's topology is {got}, but the job ran {topology} [state-envelope]"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -253,7 +264,7 @@ def windows(per_rank: list[list[list]], batches_per_rank: int) -> list[Counter]:
     the batches s*b .. (s+1)*b - 1 of every rank, where b = C / ranks."""
     steps = min(len(batches) for batches in per_rank) // batches_per_rank
     return [
-        Counter(i for batches in per_rank for i in flat(batches[s * batches_per_rank:(s + 1) * batches_per_rank]))
+        Counter(i for batches in per_rank for i in flat(batches[s * batches_per_rank : (s + 1) * batches_per_rank]))
         for s in range(steps)
     ]
 
@@ -283,8 +294,11 @@ def test_f18_dp4_all_ranks_identical_state_and_exact_resume(run, f18_dp4_saved):
     got = [flat(r["batches"]) for r in saved]
     assert got == [[lst[0]] for lst in F18_DP4], f"each rank's first batch: {got} [state-multirank-resume]"
     assert_identical_states(workdir, "dp4-save", saved, {"world_size": 4, "dp_degree": 4, "canonical_replicas": 4})
-    resumed = ok(run(4, workdir, "dp4-resume", load=str(workdir / "dp4-save" / "state_r0.bin")), "dp4-resume",
-                 "state-multirank-resume")
+    resumed = ok(
+        run(4, workdir, "dp4-resume", load=str(workdir / "dp4-save" / "state_r0.bin")),
+        "dp4-resume",
+        "state-multirank-resume",
+    )
     assert_loaded(resumed, "dp4-resume")
     for rank, result in enumerate(resumed):
         assert_continues(f"rank {rank}", result["batches"], saved[rank]["uninterrupted"], 1, "state-multirank-resume")
@@ -296,12 +310,15 @@ def test_f18_dp4_state_resumed_on_dp2(run, f18_dp4_saved):
     """F18: the DP=4 state after one step, resumed by a 2-rank job: rank 0 owns lanes 0-1 and
     rank 1 lanes 2-3, so each global step holds F18's rows, split between the ranks by lane."""
     workdir, _ = f18_dp4_saved
-    resumed = ok(run(2, workdir, "dp4-to-dp2", load=str(workdir / "dp4-save" / "state_r2.bin")), "dp4-to-dp2",
-                 "state-elastic-resume")
+    resumed = ok(
+        run(2, workdir, "dp4-to-dp2", load=str(workdir / "dp4-save" / "state_r2.bin")),
+        "dp4-to-dp2",
+        "state-elastic-resume",
+    )
     per_rank = [r["batches"] for r in resumed]
     for rank in range(2):
-        got = [sorted(flat(per_rank[rank][2 * s:2 * s + 2])) for s in range(3)]
-        expected = [sorted(F18_DP2_AFTER_STEP1[rank][2 * s:2 * s + 2]) for s in range(3)]
+        got = [sorted(flat(per_rank[rank][2 * s : 2 * s + 2])) for s in range(3)]
+        expected = [sorted(F18_DP2_AFTER_STEP1[rank][2 * s : 2 * s + 2]) for s in range(3)]
         assert got == expected, (
             f"F18: rank {rank} of 2 read {flat(per_rank[rank])} in global steps 2-4 ({got}), but should read the "
             f"rows of its lanes {expected} (order inside a step is free) [state-elastic-resume]"
@@ -326,12 +343,20 @@ def test_f18_ranks_at_different_cursors(run, tmp_path):
             f"F18: rank {rank} read {flat(result['batches'])} before saving, expected {prefix} [state-multirank-resume]"
         )
     assert_identical_states(tmp_path, "cursor-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 2})
-    resumed = ok(run(2, tmp_path, "cursor-resume", canonical_replicas=2,
-                     load=str(tmp_path / "cursor-save" / "state_r0.bin")), "cursor-resume", "state-multirank-resume")
+    resumed = ok(
+        run(2, tmp_path, "cursor-resume", canonical_replicas=2, load=str(tmp_path / "cursor-save" / "state_r0.bin")),
+        "cursor-resume",
+        "state-multirank-resume",
+    )
     assert_loaded(resumed, "cursor-resume")
     for rank, result in enumerate(resumed):
-        assert_continues(f"F18: rank {rank}", flat(result["batches"]), F18_CURSOR_UNINTERRUPTED[rank],
-                         F18_CURSOR_TAKE[rank], "state-multirank-resume")
+        assert_continues(
+            f"F18: rank {rank}",
+            flat(result["batches"]),
+            F18_CURSOR_UNINTERRUPTED[rank],
+            F18_CURSOR_TAKE[rank],
+            "state-multirank-resume",
+        )
 
 
 # --- the real corpus: tokenized, packed rows through the backend's convert_text_batch ------
@@ -345,7 +370,9 @@ def corpus_dp4_saved(run, tmp_path_factory):
     saved = ok(run(4, workdir, "corpus-dp4-save", take=1, save=True, uninterrupted=True, **CORPUS), "corpus-dp4-save")
     lanes = [r["uninterrupted"] for r in saved]
     rows = flat(flat(lanes))
-    assert len(rows) == len(set(rows)) > 100, f"the corpus run must yield over 100 distinct packed rows, got {len(rows)}"
+    assert len(rows) == len(set(rows)) > 100, (
+        f"the corpus run must yield over 100 distinct packed rows, got {len(rows)}"
+    )
     assert min(len(lane) for lane in lanes) >= 6, f"lanes too short for the elastic run: {[len(x) for x in lanes]}"
     return workdir, saved
 
@@ -364,12 +391,16 @@ def test_corpus_dp2_mid_step_at_different_cursors_resumes_each_rank(run, tmp_pat
             f"{difference(result['batches'], result['uninterrupted'][: take[rank]])} [state-multirank-resume]"
         )
     assert_identical_states(tmp_path, "dp2-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 4})
-    resumed = ok(run(2, tmp_path, "dp2-resume", load=str(tmp_path / "dp2-save" / "state_r1.bin"), **CORPUS),
-                 "dp2-resume", "state-multirank-resume")
+    resumed = ok(
+        run(2, tmp_path, "dp2-resume", load=str(tmp_path / "dp2-save" / "state_r1.bin"), **CORPUS),
+        "dp2-resume",
+        "state-multirank-resume",
+    )
     assert_loaded(resumed, "dp2-resume")
     for rank, result in enumerate(resumed):
-        assert_continues(f"rank {rank}", result["batches"], saved[rank]["uninterrupted"], take[rank],
-                         "state-multirank-resume")
+        assert_continues(
+            f"rank {rank}", result["batches"], saved[rank]["uninterrupted"], take[rank], "state-multirank-resume"
+        )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state", "zephon_state_multirank", "convert_text_batch")
@@ -380,8 +411,9 @@ def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_
     byte-identical state, and after a restore the peers again read identical batches: their
     group's tail."""
     k = 3
-    results = ok(run(4, tmp_path, "dp2tp2", tp=2, take=k, save=True, uninterrupted=True, **CORPUS), "dp2tp2",
-                 "state-tp-peers")
+    results = ok(
+        run(4, tmp_path, "dp2tp2", tp=2, take=k, save=True, uninterrupted=True, **CORPUS), "dp2tp2", "state-tp-peers"
+    )
     for group in (0, 1):
         first, second = results[2 * group], results[2 * group + 1]
         assert first["uninterrupted"] == second["uninterrupted"], (
@@ -400,12 +432,20 @@ def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_
         f"{len(all_rows)} packed rows once [state-tp-peers]"
     )
     assert_identical_states(tmp_path, "dp2tp2", results, {"world_size": 4, "dp_degree": 2, "canonical_replicas": 4})
-    resumed = ok(run(4, tmp_path, "dp2tp2-resume", tp=2, load=str(tmp_path / "dp2tp2" / "state_r3.bin"), **CORPUS),
-                 "dp2tp2-resume", "state-tp-peers")
+    resumed = ok(
+        run(4, tmp_path, "dp2tp2-resume", tp=2, load=str(tmp_path / "dp2tp2" / "state_r3.bin"), **CORPUS),
+        "dp2tp2-resume",
+        "state-tp-peers",
+    )
     assert_loaded(resumed, "dp2tp2-resume")
     for rank, result in enumerate(resumed):
-        assert_continues(f"rank {rank} (DP group {rank // 2})", result["batches"], results[rank]["uninterrupted"], k,
-                         "state-tp-peers")
+        assert_continues(
+            f"rank {rank} (DP group {rank // 2})",
+            result["batches"],
+            results[rank]["uninterrupted"],
+            k,
+            "state-tp-peers",
+        )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state", "zephon_state_multirank", "convert_text_batch")
@@ -424,19 +464,25 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
         "the first global step of the saving 4-rank run differs from the uninterrupted run [state-elastic-resume]"
     )
 
-    phases = [("elastic-dp2", 2, 2, "corpus-dp4-save"), ("elastic-dp1", 1, 4, "elastic-dp2"),
-              ("elastic-dp2-end", 2, None, "elastic-dp1")]
+    phases = [
+        ("elastic-dp2", 2, 2, "corpus-dp4-save"),
+        ("elastic-dp1", 1, 4, "elastic-dp2"),
+        ("elastic-dp2-end", 2, None, "elastic-dp1"),
+    ]
     seen = flat(flat(r["batches"] for r in start))
     step = 1
     for name, ranks, take, previous in phases:
         save = take is not None
-        results = ok(run(ranks, workdir, name, take=take, save=save, load=str(workdir / previous / "state_r0.bin"),
-                         **CORPUS), name, "state-elastic-resume")
+        results = ok(
+            run(ranks, workdir, name, take=take, save=save, load=str(workdir / previous / "state_r0.bin"), **CORPUS),
+            name,
+            "state-elastic-resume",
+        )
         assert_loaded(results, name)
         per_rank = [r["batches"] for r in results]
         got = windows(per_rank, C // ranks)[: full_steps - step]
         assert got, f"{name}: no complete global step to compare {HARNESS_TAG}"
-        expected = reference[step:step + len(got)]
+        expected = reference[step : step + len(got)]
         for offset, (have, want) in enumerate(zip(got, expected, strict=True)):
             assert have == want, (
                 f"{name}: global step {step + offset + 1} holds rows {rows_of(have)}, but should hold "
@@ -450,7 +496,9 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
                     "(contiguous lane mapping) [state-elastic-resume]"
                 )
         if save:
-            assert_identical_states(workdir, name, results, {"world_size": ranks, "dp_degree": ranks, "canonical_replicas": 4})
+            assert_identical_states(
+                workdir, name, results, {"world_size": ranks, "dp_degree": ranks, "canonical_replicas": 4}
+            )
             step += len(got)
         seen += flat(flat(batches for batches in per_rank))
     all_rows = flat(flat(lanes))
@@ -473,14 +521,24 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
     the whole job ends non-zero within 60 s."""
     timeout_s = 5
     returncode, results, elapsed, output = run(
-        4, tmp_path, "missing-peer", timeout=90, tp=2, take=1, save=True, skip_state=[3],
-        aggregate_timeout_s=timeout_s, **CORPUS,
+        4,
+        tmp_path,
+        "missing-peer",
+        timeout=90,
+        tp=2,
+        take=1,
+        save=True,
+        skip_state=[3],
+        aggregate_timeout_s=timeout_s,
+        **CORPUS,
     )
 
     def summary(result):
         error = (result["error"] or "").strip().splitlines()
-        return (f"rank {result['rank']}: error={error[-1] if error else None!r}, "
-                f"state_sha256={result.get('state_sha256')}, seconds in state_dict()={result.get('state_seconds')}")
+        return (
+            f"rank {result['rank']}: error={error[-1] if error else None!r}, "
+            f"state_sha256={result.get('state_sha256')}, seconds in state_dict()={result.get('state_seconds')}"
+        )
 
     ranks_text = "\n".join(summary(r) for r in results)
     assert results[3]["error"] is None and "state_sha256" not in results[3], (

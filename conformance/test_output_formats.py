@@ -35,8 +35,9 @@ def test_example_d_prime_thd_with_xdoc(backend):
     """Example D′: THD lengths come from the joined ids."""
     out = convert(backend, EXAMPLE_ROWS, output_format="thd", xdoc=True)
     assert_tensor_equal("seq_lens", out["seq_lens"], long([[7], [8]]), clause="thd-lengths", call="Example D′")
-    assert_tensor_equal("seq_lens_padded", out["seq_lens_padded"], long([[8], [8]]), clause="thd-lengths",
-                        call="Example D′")
+    assert_tensor_equal(
+        "seq_lens_padded", out["seq_lens_padded"], long([[8], [8]]), clause="thd-lengths", call="Example D′"
+    )
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -53,7 +54,7 @@ def test_batched_key_set(backend, mask_type, metadata):
 @pytest.mark.requires("convert_batch_output")
 @pytest.mark.clause("batched-unchanged")
 def test_convert_batch_output_batched_is_identity(backend):
-    """"batched" returns the same mapping with the same tensors."""
+    """ "batched" returns the same mapping with the same tensors."""
     ids = long([[1, 1, 2, 0]])
     batch = {"attention_document_ids": ids}
     out = backend.convert_batch_output(batch, "batched")
@@ -76,8 +77,13 @@ def test_convert_batch_output_thd_lengths(backend):
         "qkv_format": "thd",
     }
     assert_batch_equal(out, expected, clause="thd-lengths", call=f"convert_batch_output({ids.tolist()}, 'thd')")
-    assert_tensor_equal("attention_document_ids", ids, long([[1, 1, 2, 2, 2, 0, 0], [5] * 7, [1, 2, 3, 4, 5, 6, 0]]),
-                        clause="thd-lengths", call="the input tensor must not change")
+    assert_tensor_equal(
+        "attention_document_ids",
+        ids,
+        long([[1, 1, 2, 2, 2, 0, 0], [5] * 7, [1, 2, 3, 4, 5, 6, 0]]),
+        clause="thd-lengths",
+        call="the input tensor must not change",
+    )
 
 
 THD_ERRORS = [
@@ -95,13 +101,20 @@ THD_ERRORS = [
 def test_convert_batch_output_thd_rejects(backend, case):
     """Ids that cannot be expressed as THD lengths raise ValueError naming the row."""
     _, ids, words = case
-    assert_raises(ValueError, words, backend.convert_batch_output, {"attention_document_ids": ids}, "thd",
-                  clause="thd-errors")
+    assert_raises(
+        ValueError, words, backend.convert_batch_output, {"attention_document_ids": ids}, "thd", clause="thd-errors"
+    )
 
 
 @pytest.mark.requires("convert_batch_output")
 @pytest.mark.clause("types-output-format")
 def test_convert_batch_output_unknown_format(backend):
     """Only "batched" and "thd" are formats."""
-    assert_raises(ValueError, ("output_format", "batched", "thd", Value("bshd")), backend.convert_batch_output,
-                  {"attention_document_ids": long([[1]])}, "bshd", clause="types-output-format")
+    assert_raises(
+        ValueError,
+        ("output_format", "batched", "thd", Value("bshd")),
+        backend.convert_batch_output,
+        {"attention_document_ids": long([[1]])},
+        "bshd",
+        clause="types-output-format",
+    )

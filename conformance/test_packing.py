@@ -14,16 +14,36 @@ from conformance._examples import int32, long
 
 # (case id, mask, packed_token_indices, cu_seqlens, max_seqlen)
 METADATA_CASES = [
-    ("example-f-ids", long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
-     long([[0, 1, 2, 3, 4, 5, 6, -1], [0, 1, 2, 3, 4, 5, 6, 7]]), int32([[0, 3, 5, 7], [0, 5, 8, -1]]), 5),
-    ("example-g-joined-ids", long([[1, 1, 1, 1, 1, 1, 1, 0], [1] * 8]),
-     long([[0, 1, 2, 3, 4, 5, 6, -1], list(range(8))]), int32([[0, 7], [0, 8]]), 8),
-    ("example-k-empty-row", long([[1, 2, 0], [0, 0, 0]]),
-     long([[0, 1, -1], [-1, -1, -1]]), int32([[0, 1, 2], [0, -1, -1]]), 1),
+    (
+        "example-f-ids",
+        long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
+        long([[0, 1, 2, 3, 4, 5, 6, -1], [0, 1, 2, 3, 4, 5, 6, 7]]),
+        int32([[0, 3, 5, 7], [0, 5, 8, -1]]),
+        5,
+    ),
+    (
+        "example-g-joined-ids",
+        long([[1, 1, 1, 1, 1, 1, 1, 0], [1] * 8]),
+        long([[0, 1, 2, 3, 4, 5, 6, -1], list(range(8))]),
+        int32([[0, 7], [0, 8]]),
+        8,
+    ),
+    (
+        "example-k-empty-row",
+        long([[1, 2, 0], [0, 0, 0]]),
+        long([[0, 1, -1], [-1, -1, -1]]),
+        int32([[0, 1, 2], [0, -1, -1]]),
+        1,
+    ),
     ("example-k-interior-exclusion", long([[1, 0, 1, 2]]), long([[0, -1, 2, 3]]), int32([[0, 2, 3]]), 2),
     ("gapped-ids", long([[1, 1, 3, 3]]), long([[0, 1, 2, 3]]), int32([[0, 2, 4, -1]]), 2),
-    ("bool-mask", torch.tensor([[True, True, False], [True, False, True]]),
-     long([[0, 1, -1], [0, -1, 2]]), int32([[0, 2], [0, 2]]), 2),
+    (
+        "bool-mask",
+        torch.tensor([[True, True, False], [True, False, True]]),
+        long([[0, 1, -1], [0, -1, 2]]),
+        int32([[0, 2], [0, 2]]),
+        2,
+    ),
     ("int32-ids", torch.tensor([[1, 2, 2]], dtype=torch.int32), long([[0, 1, 2]]), int32([[0, 1, 3]]), 2),
 ]
 
@@ -38,7 +58,9 @@ def test_build_packed_sequence_metadata_golden(backend, case):
     out = backend.build_packed_sequence_metadata(mask)
     call = f"build_packed_sequence_metadata({mask.tolist()})"
     assert isinstance(out, Mapping), f"returned {type(out).__name__}, but should be a mapping [meta-return: {call}]"
-    assert sorted(out) == ["cu_seqlens", "max_seqlen", "packed_token_indices"], f"keys {sorted(out)} [meta-return: {call}]"
+    assert sorted(out) == ["cu_seqlens", "max_seqlen", "packed_token_indices"], (
+        f"keys {sorted(out)} [meta-return: {call}]"
+    )
     assert_tensor_equal("packed_token_indices", out["packed_token_indices"], indices, clause="meta-indices", call=call)
     assert_tensor_equal("cu_seqlens", out["cu_seqlens"], cu_seqlens, clause="meta-cu-seqlens", call=call)
     assert type(out["max_seqlen"]) is int and out["max_seqlen"] == max_seqlen, (
@@ -49,8 +71,13 @@ def test_build_packed_sequence_metadata_golden(backend, case):
 
 # (case id, mask, indices, cu_seqlens, max_seqlen)
 UNPAD_CASES = [
-    ("example-f-flat", long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
-     long([0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15]), int32([0, 3, 5, 7, 12, 15]), 5),
+    (
+        "example-f-flat",
+        long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
+        long([0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15]),
+        int32([0, 3, 5, 7, 12, 15]),
+        5,
+    ),
     ("binary-int", long([[1, 1, 0], [0, 0, 0], [1, 0, 1]]), long([0, 1, 6, 8]), int32([0, 2, 4]), 2),
     ("binary-bool", torch.tensor([[True, False, True, True]]), long([0, 2, 3]), int32([0, 3]), 3),
     ("id-order-not-stream-order", long([[2, 2, 1, 0]]), long([0, 1, 2]), int32([0, 1, 3]), 2),
@@ -122,7 +149,9 @@ def test_get_unpad_data_does_not_check_the_id_order(backend, case):
     got_indices, got_cu, got_max = backend.get_unpad_data(mask)
     assert_tensor_equal("indices", got_indices, indices, clause="unpad-precondition", call=call)
     assert_tensor_equal("cu_seqlens", got_cu, cu_seqlens, clause="unpad-precondition", call=call)
-    assert got_max == max_seqlen and type(got_max) is int, f"max_seqlen={got_max!r}, but should be {max_seqlen} [unpad-precondition: {call}]"
+    assert got_max == max_seqlen and type(got_max) is int, (
+        f"max_seqlen={got_max!r}, but should be {max_seqlen} [unpad-precondition: {call}]"
+    )
 
 
 @pytest.mark.requires("packed_metadata")
@@ -133,7 +162,16 @@ def test_build_packed_sequence_metadata_does_not_check_the_id_order(backend, cas
     _, mask, indices, cu_seqlens, max_seqlen = case
     call = f"build_packed_sequence_metadata({mask.tolist()})"
     out = backend.build_packed_sequence_metadata(mask)
-    assert_tensor_equal("packed_token_indices", out["packed_token_indices"], indices.unsqueeze(0),
-                        clause="unpad-precondition", call=call)
-    assert_tensor_equal("cu_seqlens", out["cu_seqlens"], cu_seqlens.unsqueeze(0), clause="unpad-precondition", call=call)
-    assert out["max_seqlen"] == max_seqlen, f"max_seqlen={out['max_seqlen']!r}, but should be {max_seqlen} [unpad-precondition: {call}]"
+    assert_tensor_equal(
+        "packed_token_indices",
+        out["packed_token_indices"],
+        indices.unsqueeze(0),
+        clause="unpad-precondition",
+        call=call,
+    )
+    assert_tensor_equal(
+        "cu_seqlens", out["cu_seqlens"], cu_seqlens.unsqueeze(0), clause="unpad-precondition", call=call
+    )
+    assert out["max_seqlen"] == max_seqlen, (
+        f"max_seqlen={out['max_seqlen']!r}, but should be {max_seqlen} [unpad-precondition: {call}]"
+    )

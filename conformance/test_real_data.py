@@ -29,8 +29,15 @@ CONFIGS = [
 
 @pytest.mark.requires("zephon_loader", "convert_text_batch")
 @pytest.mark.clause(
-    "real-data-pipeline", "tb-shapes", "tb-dtypes", "ctb-shift", "ctb-padding-labels", "ctb-padding-mask",
-    "ctb-document-ids", "batched-metadata", "loader-next",
+    "real-data-pipeline",
+    "tb-shapes",
+    "tb-dtypes",
+    "ctb-shift",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-document-ids",
+    "batched-metadata",
+    "loader-next",
 )
 @pytest.mark.parametrize("config", CONFIGS, ids=[c[0] for c in CONFIGS])
 def test_corpus_batches_satisfy_the_contract(backend, tmp_path, config):
@@ -42,8 +49,9 @@ def test_corpus_batches_satisfy_the_contract(backend, tmp_path, config):
         taken.append(sample_batch)
         return backend.convert_text_batch(sample_batch, contract, ignore_index, mask_segment_starts, False)
 
-    loader = backend.ZephonDataLoader(corpus_pipeline(tmp_path, seq_len=SEQ_LEN, batch_size=BATCH_SIZE), convert,
-                                      packing_contract=contract)
+    loader = backend.ZephonDataLoader(
+        corpus_pipeline(tmp_path, seq_len=SEQ_LEN, batch_size=BATCH_SIZE), convert, packing_contract=contract
+    )
     tokenizer = CorpusTokenizer()
     corpus = corpus_bytes()
     documents_seen = 0
@@ -56,8 +64,14 @@ def test_corpus_batches_satisfy_the_contract(backend, tmp_path, config):
             assert len(rows) == BATCH_SIZE and all(len(r.tokens) == SEQ_LEN + 1 for r in rows), (
                 f"# sanity check: the pipeline should give {BATCH_SIZE} rows of {SEQ_LEN + 1} tokens"
             )
-            check_converted_batch(out, rows, ignore_index=ignore_index, mask_segment_starts=mask_segment_starts,
-                                  contract=contract, call=call)
+            check_converted_batch(
+                out,
+                rows,
+                ignore_index=ignore_index,
+                mask_segment_starts=mask_segment_starts,
+                contract=contract,
+                call=call,
+            )
             padded_rows += sum(1 for r in rows if r.padding_length)
             # Every subdocument span of input_ids decodes to bytes that occur in the corpus.
             for b in range(BATCH_SIZE):

@@ -92,8 +92,9 @@ def test_the_first_failed_check_is_reported(backend, scratch, corruptions, check
     data = corrupt(saved_after(backend, index_pipeline(scratch / "saved", 10, 2, "redistribute"), 5), corruptions)
     spy = SpyPipeline(index_pipeline(scratch, 10, 2, "redistribute", batch_size=2, canonical_replicas=3))
     loader = make_loader(backend, spy)
-    error = assert_raises(ValueError, (check,), loader.load_state_dict, {"zephon": data},
-                          clause="state-load-validates-first")
+    error = assert_raises(
+        ValueError, (check,), loader.load_state_dict, {"zephon": data}, clause="state-load-validates-first"
+    )
     named = named_checks(error)
     assert named == [check], (
         f"message {str(error)!r} names the checks {named}, but should name only {check!r}, the first that fails "
@@ -114,8 +115,13 @@ def test_the_version_byte_is_exactly_one(backend, scratch, version):
     assert saved[:8] == b"BSZSTATE" and saved[8] == 1, f"header {saved[:9]!r} [state-envelope]"
     other = CORRUPTIONS["resign"](saved[:8] + bytes([version]) + saved[9:])
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
-    assert_raises(ValueError, ("unsupported version", str(version)), loader.load_state_dict, {"zephon": other},
-                  clause="state-load-validates-first")
+    assert_raises(
+        ValueError,
+        ("unsupported version", str(version)),
+        loader.load_state_dict,
+        {"zephon": other},
+        clause="state-load-validates-first",
+    )
     assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
     loader.load_state_dict({"zephon": saved})
     assert list(loader) == [[i] for i in range(5, 10)], "a correct state still loads [state-exact-resume]"
@@ -132,8 +138,9 @@ def test_foreign_bytes_are_a_bad_magic(backend, scratch, data):
     """Bytes that do not start with the magic are reported as ``bad magic``, not by what their
     would-be length field says."""
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
-    error = assert_raises(ValueError, ("bad magic",), loader.load_state_dict, {"zephon": data},
-                          clause="state-load-validates-first")
+    error = assert_raises(
+        ValueError, ("bad magic",), loader.load_state_dict, {"zephon": data}, clause="state-load-validates-first"
+    )
     assert named_checks(error) == ["bad magic"], (
         f"message {str(error)!r} should name only 'bad magic' [state-load-validates-first]"
     )
@@ -141,10 +148,11 @@ def test_foreign_bytes_are_a_bad_magic(backend, scratch, data):
 
 # --- load_state_dict after the start: RuntimeError first ---------------------------------
 
-AFTER_START = [*(("argument", name) for name in BAD_ARGUMENTS),
-               *(("bytes", name) for name in ("foreign", "version_0", "drop_last_byte", "flip_body_byte",
-                                              "body_not_json", "")),
-               ("other-pipeline", "")]
+AFTER_START = [
+    *(("argument", name) for name in BAD_ARGUMENTS),
+    *(("bytes", name) for name in ("foreign", "version_0", "drop_last_byte", "flip_body_byte", "body_not_json", "")),
+    ("other-pipeline", ""),
+]
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -159,12 +167,15 @@ def test_after_the_start_every_load_is_a_runtime_error(backend, scratch, kind, n
     elif kind == "bytes":
         argument = {"zephon": CORRUPTIONS[name](saved) if name else saved}
     else:  # a valid state of another pipeline (a fingerprint mismatch before the start)
-        argument = {"zephon": saved_after(backend, index_pipeline(scratch / "other", 10, 2, "redistribute",
-                                                                  batch_size=2), 1)}
+        argument = {
+            "zephon": saved_after(backend, index_pipeline(scratch / "other", 10, 2, "redistribute", batch_size=2), 1)
+        }
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     assert next(loader) == [0]
     assert_raises(RuntimeError, (), loader.load_state_dict, argument, clause="state-load-after-start")
-    assert list(loader) == [[i] for i in range(1, 10)], "a rejected load must not disturb the stream [state-load-after-start]"
+    assert list(loader) == [[i] for i in range(1, 10)], (
+        "a rejected load must not disturb the stream [state-load-after-start]"
+    )
 
 
 # --- the canonical fingerprint ----------------------------------------------------------
@@ -178,19 +189,30 @@ def fingerprint_of(stages: list[dict]) -> str:
 def named_fingerprint(backend, pipeline) -> str:
     """The backend's fingerprint of ``pipeline`` as its ``fingerprint mismatch`` error names
     it, for a valid envelope saved under a fingerprint of zeros (nothing is iterated)."""
-    body = canonical_json({"fingerprint": ZEROS, "state": {},
-                           "topology": {"world_size": 1, "dp_degree": 1, "canonical_replicas": 1}})
+    body = canonical_json(
+        {"fingerprint": ZEROS, "state": {}, "topology": {"world_size": 1, "dp_degree": 1, "canonical_replicas": 1}}
+    )
     loader = make_loader(backend, pipeline)
-    error = assert_raises(ValueError, ("fingerprint mismatch", ZEROS), loader.load_state_dict,
-                          {"zephon": envelope(body)}, clause="state-fingerprint")
+    error = assert_raises(
+        ValueError,
+        ("fingerprint mismatch", ZEROS),
+        loader.load_state_dict,
+        {"zephon": envelope(body)},
+        clause="state-fingerprint",
+    )
     named = set(HEX64.findall(str(error))) - {ZEROS}
     assert len(named) == 1, f"message {str(error)!r} should name the pipeline's fingerprint [state-fingerprint]"
     return named.pop()
 
 
 def pack(op, max_length, algorithm, num_bins=None, pad_token_id=None):
-    return {"op": op, "max_length": max_length, "algorithm": algorithm, "num_bins": num_bins,
-            "pad_token_id": pad_token_id}
+    return {
+        "op": op,
+        "max_length": max_length,
+        "algorithm": algorithm,
+        "num_bins": num_bins,
+        "pad_token_id": pad_token_id,
+    }
 
 
 def batch(batch_size, drop_last=True):
@@ -199,11 +221,20 @@ def batch(batch_size, drop_last=True):
 
 def corpus_stages(seq_len, batch_size):
     """``corpus_pipeline``'s stages: tokenize with the committed BPE, pack_flat, batch."""
-    tokenizer = {key: getattr(CorpusTokenizer, key)
-                 for key in ("name_or_path", "vocab_size", "bos_token_id", "eos_token_id", "pad_token_id")}
+    tokenizer = {
+        key: getattr(CorpusTokenizer, key)
+        for key in ("name_or_path", "vocab_size", "bos_token_id", "eos_token_id", "pad_token_id")
+    }
     return [
-        {"op": "tokenize", "field": "text", "max_length": seq_len + 1, "special_tokens": "bos_eos",
-         "split_long_samples": True, "add_attention_mask": False, "tokenizer": tokenizer},
+        {
+            "op": "tokenize",
+            "field": "text",
+            "max_length": seq_len + 1,
+            "special_tokens": "bos_eos",
+            "split_long_samples": True,
+            "add_attention_mask": False,
+            "tokenizer": tokenizer,
+        },
         pack("pack_flat", seq_len + 1, "first_fit", 8, CorpusTokenizer.pad_token_id),
         batch(batch_size),
     ]
@@ -233,16 +264,30 @@ PIPELINES = {
     "batch-1": (lambda s: index_pipeline(s, 16, 4, "redistribute"), [batch(1)]),
     "batch-2-runtime-and-topology": (
         lambda s: index_pipeline(s, 16, 4, "redistribute", batch_size=2, canonical_replicas=2, run_id="another"),
-        [batch(2)]),
+        [batch(2)],
+    ),
     "shuffled-work-source": (lambda s: index_pipeline(s, 16, 4, "repeat", shuffle=True), [batch(1)]),
-    "pack-wrap": (lambda s: index_pipeline(s, 16, 4, "redistribute", pack=(8, "wrap")),
-                  [pack("pack_flat", 8, "wrap"), batch(1)]),
-    "pack-first-fit": (lambda s: index_pipeline(s, 16, 4, "redistribute", pack=(8, "first_fit"), batch_size=2),
-                       [pack("pack_flat", 8, "first_fit", 4, 0), batch(2)]),
+    "pack-wrap": (
+        lambda s: index_pipeline(s, 16, 4, "redistribute", pack=(8, "wrap")),
+        [pack("pack_flat", 8, "wrap"), batch(1)],
+    ),
+    "pack-first-fit": (
+        lambda s: index_pipeline(s, 16, 4, "redistribute", pack=(8, "first_fit"), batch_size=2),
+        [pack("pack_flat", 8, "first_fit", 4, 0), batch(2)],
+    ),
     "corpus": (lambda s: corpus_pipeline(s, seq_len=128, batch_size=2, docs=16), corpus_stages(128, 2)),
-    "other-stages": (other_stages_pipeline,
-                     [{"op": "map_transform"}, {"op": "shuffle"}, {"op": "add_op"}, {"op": "stateful_transform"},
-                      pack("pack_sequences", 16, "first_fit", 2), batch(4, drop_last=False), {"op": "map_batch"}]),
+    "other-stages": (
+        other_stages_pipeline,
+        [
+            {"op": "map_transform"},
+            {"op": "shuffle"},
+            {"op": "add_op"},
+            {"op": "stateful_transform"},
+            pack("pack_sequences", 16, "first_fit", 2),
+            batch(4, drop_last=False),
+            {"op": "map_batch"},
+        ],
+    ),
 }
 
 

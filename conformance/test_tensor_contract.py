@@ -54,9 +54,11 @@ def _convert_configs() -> list:
     metadata, xdoc off and on, packed rows and the unpacked route."""
     params = []
     for route, output_format, xdoc in product(("packed", "unpacked"), ("batched", "thd"), (False, True)):
-        contracts = ([Contract(mask, metadata) for mask, metadata in product(("block_causal", "document_ids"),
-                                                                              (False, True))]
-                     if output_format == "batched" else [Contract("document_ids", True)])
+        contracts = (
+            [Contract(mask, metadata) for mask, metadata in product(("block_causal", "document_ids"), (False, True))]
+            if output_format == "batched"
+            else [Contract("document_ids", True)]
+        )
         for contract in contracts:
             needs = ["convert_text_batch"]
             if output_format == "thd":
@@ -69,10 +71,14 @@ def _convert_configs() -> list:
                 needs.append("packed_metadata")
             metadata = "meta" if contract.return_packed_sequence_metadata else "nometa"
             name = f"{route}-{output_format}-{contract.packed_mask_type}-{metadata}-{'xdoc' if xdoc else 'noxdoc'}"
-            options = dict(contract=contract, xdoc=xdoc, output_format=output_format,
-                           rows=UNPACKED_ROWS if route == "unpacked" else EXAMPLE_ROWS,
-                           pad_to_length=6 if route == "unpacked" else None,
-                           pad_token_id=0 if route == "unpacked" else None)
+            options = dict(
+                contract=contract,
+                xdoc=xdoc,
+                output_format=output_format,
+                rows=UNPACKED_ROWS if route == "unpacked" else EXAMPLE_ROWS,
+                pad_to_length=6 if route == "unpacked" else None,
+                pad_token_id=0 if route == "unpacked" else None,
+            )
             params.append(pytest.param(options, id=name, marks=pytest.mark.requires(*needs)))
     return params
 
@@ -80,15 +86,23 @@ def _convert_configs() -> list:
 CONVERT_CONFIGS = _convert_configs()
 
 
-
-
 def _call_convert(backend, options: Mapping[str, Any], form: str = "lists"):
     batch = payload_form(sample_batch(options["rows"]), form)
-    out = backend.convert_text_batch(batch, options["contract"], -100, False, options["xdoc"],
-                                     options["output_format"], options["pad_to_length"], options["pad_token_id"])
-    call = (f"convert_text_batch({describe_rows(options['rows'])} as {form}, {options['contract']!r}, "
-            f"xdoc={options['xdoc']}, output_format={options['output_format']!r}, "
-            f"pad_to_length={options['pad_to_length']})")
+    out = backend.convert_text_batch(
+        batch,
+        options["contract"],
+        -100,
+        False,
+        options["xdoc"],
+        options["output_format"],
+        options["pad_to_length"],
+        options["pad_token_id"],
+    )
+    call = (
+        f"convert_text_batch({describe_rows(options['rows'])} as {form}, {options['contract']!r}, "
+        f"xdoc={options['xdoc']}, output_format={options['output_format']!r}, "
+        f"pad_to_length={options['pad_to_length']})"
+    )
     return out, batch, call
 
 
@@ -98,8 +112,9 @@ def _assert_on(device: torch.device | str, value: Any, *, call: str) -> None:
     want = torch.device(device)
     wrong = {path: str(t.device) for path, t in tensors_in(value).items() if t.device != want}
     if wrong:
-        raise AssertionError(f"tensors {wrong} are not on {want}, but should be (the device of the inputs) "
-                             f"[tb-device: {call}]")
+        raise AssertionError(
+            f"tensors {wrong} are not on {want}, but should be (the device of the inputs) [tb-device: {call}]"
+        )
 
 
 def _assert_no_pairs(pairs: list[tuple[str, str]], what: str, *, call: str) -> None:
@@ -121,8 +136,9 @@ def _assert_new_entries_share_nothing(before: Mapping[str, Any], out: Mapping[st
     new = {key: t for key, t in returned.items() if before.get(key) is not t}
     kept = {key: t for key, t in returned.items() if key not in new}
     _assert_no_pairs(shared_storage(new), "each new entry should be a tensor of its own", call=call)
-    _assert_no_pairs(shared_storage(new, kept), "a new entry should not share storage with one the mapping had",
-                     call=call)
+    _assert_no_pairs(
+        shared_storage(new, kept), "a new entry should not share storage with one the mapping had", call=call
+    )
 
 
 # -- [tb-device] -------------------------------------------------------------------------------
@@ -209,10 +225,12 @@ def test_get_unpad_data_follows_its_mask(backend, device, mask_kind):
 @pytest.mark.clause("tb-device")
 def test_datum_and_collate_datums_of_lists_are_on_cpu(backend):
     """Datums built from lists, collated padded and packed: every tensor is on the CPU."""
+
     def datums():
-        return [backend.Datum([10, 11, 12], {"target_tokens": [11, 12, 13], "weights": [1, 1, 0],
-                                             "advantages": [0.5]}),
-                backend.Datum([20, 21], {"target_tokens": [21, 22], "weights": [0, 1], "advantages": [-1.5]})]
+        return [
+            backend.Datum([10, 11, 12], {"target_tokens": [11, 12, 13], "weights": [1, 1, 0], "advantages": [0.5]}),
+            backend.Datum([20, 21], {"target_tokens": [21, 22], "weights": [0, 1], "advantages": [-1.5]}),
+        ]
 
     for datum in datums():
         _assert_on("cpu", {"input_ids": datum.input_ids, **datum.loss_fn_inputs}, call="Datum(lists)")
@@ -228,8 +246,11 @@ def test_datum_keeps_its_tensors_device(backend, device):
     """A Datum keeps the tensors it is given, on their device."""
     input_ids = torch.tensor([1, 2, 3], device=device)
     datum = backend.Datum(input_ids, {"weights": torch.tensor([1.0, 0.0, 1.0], device=device)})
-    _assert_on(input_ids.device, {"input_ids": datum.input_ids, **datum.loss_fn_inputs},
-               call=f"Datum(tensors on {input_ids.device})")
+    _assert_on(
+        input_ids.device,
+        {"input_ids": datum.input_ids, **datum.loss_fn_inputs},
+        call=f"Datum(tensors on {input_ids.device})",
+    )
 
 
 @pytest.mark.requires("collaters")
@@ -237,14 +258,20 @@ def test_datum_keeps_its_tensors_device(backend, device):
 def test_collaters_of_lists_return_cpu_tensors(backend):
     """List items give CPU tensors: default_collater, and packed_sequence_thd_collater on
     pre-packed and on synthesized items."""
-    padded = backend.default_collater([{"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1]},
-                                       {"input_ids": [4], "labels": [5], "attention_mask": [1]}])
+    padded = backend.default_collater(
+        [
+            {"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1]},
+            {"input_ids": [4], "labels": [5], "attention_mask": [1]},
+        ]
+    )
     _assert_on("cpu", padded, call="default_collater(list items)")
-    prepacked = backend.packed_sequence_thd_collater([backend.pack_features_for_thd(
-        [{"input_ids": [1, 2, 3], "labels": [2, 3, 4]}, {"input_ids": [5, 6]}])])
+    prepacked = backend.packed_sequence_thd_collater(
+        [backend.pack_features_for_thd([{"input_ids": [1, 2, 3], "labels": [2, 3, 4]}, {"input_ids": [5, 6]}])]
+    )
     _assert_on("cpu", prepacked, call="packed_sequence_thd_collater([pack_features_for_thd(...)])")
-    synthesized = backend.packed_sequence_thd_collater([{"input_ids": [1, 2, 3], "labels": [2, 3, 4]},
-                                                        {"input_ids": [4], "labels": [5]}])
+    synthesized = backend.packed_sequence_thd_collater(
+        [{"input_ids": [1, 2, 3], "labels": [2, 3, 4]}, {"input_ids": [4], "labels": [5]}]
+    )
     _assert_on("cpu", synthesized, call="packed_sequence_thd_collater(list items without seq_lens)")
 
 
@@ -255,13 +282,22 @@ def test_default_collater_keeps_the_device_of_tensor_fields(backend, device):
     """Items whose fields are all tensors (``[S]`` or ``[1, S]``, or pre-batched ``[B_i, D]``) on
     one device give tensors on that device, padding_mask included. (Scalar fields go through
     numpy on every backend that follows upstream, so they are not part of this check.)"""
+
     def tensor(values, dtype=torch.int64):
         return torch.tensor(values, dtype=dtype, device=device)
 
-    batch = [{"input_ids": tensor([[1, 2, 0]]), "attention_mask": tensor([[1, 1, 0]]),
-              "pixel_values": tensor([[0.5, 1.5]], torch.float32)},
-             {"input_ids": tensor([3, 4, 5]), "attention_mask": tensor([1, 1, 1]),
-              "pixel_values": tensor([[2.5, 3.5], [4.5, 5.5]], torch.float32)}]
+    batch = [
+        {
+            "input_ids": tensor([[1, 2, 0]]),
+            "attention_mask": tensor([[1, 1, 0]]),
+            "pixel_values": tensor([[0.5, 1.5]], torch.float32),
+        },
+        {
+            "input_ids": tensor([3, 4, 5]),
+            "attention_mask": tensor([1, 1, 1]),
+            "pixel_values": tensor([[2.5, 3.5], [4.5, 5.5]], torch.float32),
+        },
+    ]
     want = batch[0]["input_ids"].device
     out = backend.default_collater(batch)
     _assert_on(want, out, call=f"default_collater(tensor fields on {want})")
@@ -281,10 +317,15 @@ def test_convert_text_batch_outputs_share_no_storage(backend, options, form):
     out, batch, call = _call_convert(backend, options, form)
     returned = _returned_tensors(out)
     _assert_no_pairs(shared_storage(returned), "every key should hold a tensor of its own", call=call)
-    payload = {f"records[{b}].payload[{key!r}]": value for b, record in enumerate(batch.records)
-               for key, value in record.payload.items() if isinstance(value, (torch.Tensor, np.ndarray))}
-    _assert_no_pairs(shared_storage(returned, payload), "no output should share storage with the SampleBatch",
-                     call=call)
+    payload = {
+        f"records[{b}].payload[{key!r}]": value
+        for b, record in enumerate(batch.records)
+        for key, value in record.payload.items()
+        if isinstance(value, (torch.Tensor, np.ndarray))
+    }
+    _assert_no_pairs(
+        shared_storage(returned, payload), "no output should share storage with the SampleBatch", call=call
+    )
 
 
 def _received(device: str = "cpu") -> dict[str, torch.Tensor]:
@@ -292,8 +333,13 @@ def _received(device: str = "cpu") -> dict[str, torch.Tensor]:
     of one storage: a pair the function received and may leave as it is."""
     ids = _ids(device)
     tokens = torch.arange(2 * ids.numel(), dtype=torch.int64, device=ids.device).reshape(2, *ids.shape)
-    return {"input_ids": tokens[0], "labels": tokens[1], "position_ids": _positions(device),
-            "padding_mask": ids == 0, "document_ids": ids}
+    return {
+        "input_ids": tokens[0],
+        "labels": tokens[1],
+        "position_ids": _positions(device),
+        "padding_mask": ids == 0,
+        "document_ids": ids,
+    }
 
 
 @pytest.mark.requires("adapt_model_inputs")
@@ -340,8 +386,9 @@ def test_build_packed_sequence_metadata_shares_nothing(backend, mask_kind):
     returned = {key: value for key, value in dict(out).items() if isinstance(value, torch.Tensor)}
     call = f"build_packed_sequence_metadata({mask_kind} mask {mask.tolist()})"
     _assert_no_pairs(shared_storage(returned), "each output should be a tensor of its own", call=call)
-    _assert_no_pairs(shared_storage(returned, {"mask": mask}), "no output should share storage with the mask",
-                     call=call)
+    _assert_no_pairs(
+        shared_storage(returned, {"mask": mask}), "no output should share storage with the mask", call=call
+    )
 
 
 @pytest.mark.requires("unpad_data")
@@ -353,5 +400,6 @@ def test_get_unpad_data_shares_nothing(backend, mask_kind):
     returned = {"indices": indices, "cu_seqlens": cu_seqlens}
     call = f"get_unpad_data({mask_kind} mask {mask.tolist()})"
     _assert_no_pairs(shared_storage(returned), "each output should be a tensor of its own", call=call)
-    _assert_no_pairs(shared_storage(returned, {"mask": mask}), "no output should share storage with the mask",
-                     call=call)
+    _assert_no_pairs(
+        shared_storage(returned, {"mask": mask}), "no output should share storage with the mask", call=call
+    )

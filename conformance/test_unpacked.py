@@ -45,7 +45,9 @@ def test_unpacked_rows_honour_the_contract(backend):
         "cu_seqlens": torch.tensor([[0, 3], [0, 5]], dtype=torch.int32),
         "max_seqlen": 5,
     }
-    assert_batch_equal(out, expected, clause="unpacked-same-route", call="Example E with Contract('document_ids', True)")
+    assert_batch_equal(
+        out, expected, clause="unpacked-same-route", call="Example E with Contract('document_ids', True)"
+    )
 
 
 @pytest.mark.requires("convert_text_batch", "unpacked")
@@ -126,5 +128,9 @@ def test_padding_a_record_without_positions_extends_its_pad_tail(backend):
     call = "Row((5,6,7,0), None, 1), pad_to_length=6, pad_token_id=0"
     out = convert(backend, [row], pad_to_length=6, pad_token_id=0)
     assert_batch_equal(out, expected, clause="unpacked-padding", call=call)
-    assert_batch_equal(out, convert(backend, [pre_padded]), clause="unpacked-padding",
-                       call=f"{call} vs Row((5,6,7,0,0,0), None, 3) without pad_to_length")
+    assert_batch_equal(
+        out,
+        convert(backend, [pre_padded]),
+        clause="unpacked-padding",
+        call=f"{call} vs Row((5,6,7,0,0,0), None, 3) without pad_to_length",
+    )

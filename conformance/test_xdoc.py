@@ -35,8 +35,15 @@ EXAMPLE_C = {
 
 
 @pytest.mark.requires("convert_text_batch", "xdoc")
-@pytest.mark.clause("ctb-xdoc", "ctb-selected-ids", "xdoc-attention-ids", "xdoc-positions", "xdoc-untouched",
-                    "batched-block-causal", "batched-packed-seq-ids")
+@pytest.mark.clause(
+    "ctb-xdoc",
+    "ctb-selected-ids",
+    "xdoc-attention-ids",
+    "xdoc-positions",
+    "xdoc-untouched",
+    "batched-block-causal",
+    "batched-packed-seq-ids",
+)
 def test_example_c_xdoc_joins_rows(backend):
     """Example C: one attention document per row, continuous positions, labels as in A."""
     out = convert(backend, EXAMPLE_ROWS, xdoc=True)
@@ -92,13 +99,19 @@ def test_mrope_positions_shift_every_axis(backend):
     assert out is batch, "enable_xdoc_attention must return the same mapping [xdoc-untouched]"
     translated = [0, 1, 2, 3, 4, 0]
     assert_tensor_equal("position_ids", out["position_ids"], long([[translated]] * 3), clause="xdoc-positions")
-    assert_tensor_equal("attention_document_ids", out["attention_document_ids"], long([[1, 1, 1, 1, 1, 0]]),
-                        clause="xdoc-attention-ids")
+    assert_tensor_equal(
+        "attention_document_ids", out["attention_document_ids"], long([[1, 1, 1, 1, 1, 0]]), clause="xdoc-attention-ids"
+    )
     for key in ("input_ids", "labels", "padding_mask", "document_ids"):
         assert_tensor_equal(key, out[key], originals[key], clause="xdoc-untouched")
     for key, tensor in tensors_before.items():
-        assert_tensor_equal(f"{key} (the tensor given)", tensor, originals[key], clause="xdoc-untouched",
-                            call="no tensor may be modified in place")
+        assert_tensor_equal(
+            f"{key} (the tensor given)",
+            tensor,
+            originals[key],
+            clause="xdoc-untouched",
+            call="no tensor may be modified in place",
+        )
 
 
 @pytest.mark.requires("xdoc")
@@ -111,8 +124,13 @@ def test_mrope_offset_takes_the_largest_axis(backend):
         "attention_document_ids": long([[1, 1, 2, 2]]),
     }
     out = backend.enable_xdoc_attention(batch, Contract())
-    assert_tensor_equal("position_ids", out["position_ids"], long([[[0, 1, 6, 7]], [[0, 5, 6, 6]]]),
-                        clause="xdoc-positions", call="axes [[0,1,0,1],[0,5,0,0]], ids [1,1,2,2]")
+    assert_tensor_equal(
+        "position_ids",
+        out["position_ids"],
+        long([[[0, 1, 6, 7]], [[0, 5, 6, 6]]]),
+        clause="xdoc-positions",
+        call="axes [[0,1,0,1],[0,5,0,0]], ids [1,1,2,2]",
+    )
 
 
 @pytest.mark.requires("xdoc", "adapt_model_inputs")
@@ -122,8 +140,13 @@ def test_xdoc_keeps_processor_exclusions(backend):
     batch = {"position_ids": long([[0, 1, 2, 0, 1, 0]]), "document_ids": long([[1, 1, 1, 2, 2, 0]])}
     backend.adapt_model_inputs(batch, torch.tensor([[T, F, T, T, T, T]]))
     out = backend.enable_xdoc_attention(batch, Contract())
-    assert_tensor_equal("attention_document_ids", out["attention_document_ids"], long([[1, 0, 1, 1, 1, 0]]),
-                        clause="xdoc-attention-ids", call="eligibility [[T,F,T,T,T,T]]")
+    assert_tensor_equal(
+        "attention_document_ids",
+        out["attention_document_ids"],
+        long([[1, 0, 1, 1, 1, 0]]),
+        clause="xdoc-attention-ids",
+        call="eligibility [[T,F,T,T,T,T]]",
+    )
     assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 2, 3, 4, 0]]), clause="xdoc-positions")
 
 
@@ -132,23 +155,45 @@ def test_xdoc_keeps_processor_exclusions(backend):
 @pytest.mark.parametrize("mask_type", ["block_causal", "document_ids"])
 def test_contract_bounds_translated_positions(backend, mask_type):
     """max_sequence_length bounds the continuous numbering; the mask type changes nothing."""
+
     def batch():
-        return {"position_ids": long([[0, 1, 2, 0, 1, 2]]), "document_ids": long([[1, 1, 1, 2, 2, 2]]),
-                "attention_document_ids": long([[1, 1, 1, 2, 2, 2]])}
+        return {
+            "position_ids": long([[0, 1, 2, 0, 1, 2]]),
+            "document_ids": long([[1, 1, 1, 2, 2, 2]]),
+            "attention_document_ids": long([[1, 1, 1, 2, 2, 2]]),
+        }
 
     for bound in (None, 6, 100):
         out = backend.enable_xdoc_attention(batch(), Contract(mask_type, False, False, bound))
-        assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 2, 3, 4, 5]]), clause="xdoc-contract",
-                            call=f"max_sequence_length={bound}")
+        assert_tensor_equal(
+            "position_ids",
+            out["position_ids"],
+            long([[0, 1, 2, 3, 4, 5]]),
+            clause="xdoc-contract",
+            call=f"max_sequence_length={bound}",
+        )
     # Translated positions [0, 1, 2, 3, 4, 7]: only 7 reaches the bound 6, so "both values" are 7 and 6.
-    over = {"position_ids": long([[0, 1, 2, 0, 1, 4]]), "document_ids": long([[1, 1, 1, 2, 2, 2]]),
-            "attention_document_ids": long([[1, 1, 1, 2, 2, 2]])}
-    assert_raises(ValueError, ("max_sequence_length", 7, 6), backend.enable_xdoc_attention, over,
-                  Contract(mask_type, False, False, 6), clause="xdoc-contract")
+    over = {
+        "position_ids": long([[0, 1, 2, 0, 1, 4]]),
+        "document_ids": long([[1, 1, 1, 2, 2, 2]]),
+        "attention_document_ids": long([[1, 1, 1, 2, 2, 2]]),
+    }
+    assert_raises(
+        ValueError,
+        ("max_sequence_length", 7, 6),
+        backend.enable_xdoc_attention,
+        over,
+        Contract(mask_type, False, False, 6),
+        clause="xdoc-contract",
+    )
 
 
 def good_batch():
-    return {"position_ids": long([[0, 1, 0]]), "document_ids": long([[1, 1, 2]]), "attention_document_ids": long([[1, 1, 2]])}
+    return {
+        "position_ids": long([[0, 1, 0]]),
+        "document_ids": long([[1, 1, 2]]),
+        "attention_document_ids": long([[1, 1, 2]]),
+    }
 
 
 def without(key):
@@ -167,14 +212,21 @@ XDOC_ERRORS = [
     ("no-document-ids", without("document_ids"), ValueError, ("document_ids",)),
     ("no-attention-ids", without("attention_document_ids"), ValueError, ("attention_document_ids",)),
     ("no-positions", without("position_ids"), ValueError, ("position_ids",)),
-    ("int32-positions", replaced("position_ids", torch.tensor([[0, 1, 0]], dtype=torch.int32)), TypeError,
-     ("position_ids",)),
-    ("int32-ids", replaced("document_ids", torch.tensor([[1, 1, 2]], dtype=torch.int32)), TypeError,
-     ("document_ids",)),
+    (
+        "int32-positions",
+        replaced("position_ids", torch.tensor([[0, 1, 0]], dtype=torch.int32)),
+        TypeError,
+        ("position_ids",),
+    ),
+    ("int32-ids", replaced("document_ids", torch.tensor([[1, 1, 2]], dtype=torch.int32)), TypeError, ("document_ids",)),
     ("positions-wrong-length", replaced("position_ids", long([[0, 1]])), ValueError, ("position_ids",)),
     ("positions-4d", replaced("position_ids", long([[[[0, 1, 0]]]])), ValueError, ("position_ids",)),
-    ("ids-shape-mismatch", replaced("attention_document_ids", long([[1, 1, 2, 2]])), ValueError,
-     ("attention_document_ids",)),
+    (
+        "ids-shape-mismatch",
+        replaced("attention_document_ids", long([[1, 1, 2, 2]])),
+        ValueError,
+        ("attention_document_ids",),
+    ),
     ("negative-position", replaced("position_ids", long([[0, -1, 0]])), ValueError, ("position_ids",)),
 ]
 
@@ -194,8 +246,11 @@ def test_enable_xdoc_attention_rejects(backend, case):
 def bounded_batch(attention=(1, 1, 2, 2, 0)):
     """Subdocument 1 at [0, 1], subdocument 2 at [0, 6] (a jump, not a boundary), and a pad
     slot (document id 0) at position 9: translated positions [0, 1, 2, 8, 9]."""
-    return {"position_ids": long([[0, 1, 0, 6, 9]]), "document_ids": long([[1, 1, 2, 2, 0]]),
-            "attention_document_ids": long([list(attention)])}
+    return {
+        "position_ids": long([[0, 1, 0, 6, 9]]),
+        "document_ids": long([[1, 1, 2, 2, 0]]),
+        "attention_document_ids": long([list(attention)]),
+    }
 
 
 @pytest.mark.requires("xdoc")
@@ -213,8 +268,9 @@ def test_contract_bound_skips_tokens_without_a_document(backend, mask_type):
                 f"raised ValueError({error}), but the largest translated position is 8 < {bound}; the pad slot's "
                 f"position 9 is not translated [xdoc-contract: {call}]"
             ) from error
-        assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 2, 8, 9]]), clause="xdoc-positions",
-                            call=call)
+        assert_tensor_equal(
+            "position_ids", out["position_ids"], long([[0, 1, 2, 8, 9]]), clause="xdoc-positions", call=call
+        )
 
 
 @pytest.mark.requires("xdoc")
@@ -224,8 +280,14 @@ def test_contract_bound_names_the_translated_position(backend, attention):
     """The one translated position past the bound (8, also when the processor excluded that
     token from attention: its document still numbers it) raises ValueError naming
     max_sequence_length and both values."""
-    assert_raises(ValueError, ("max_sequence_length", 5, 8), backend.enable_xdoc_attention, bounded_batch(attention),
-                  Contract("block_causal", False, False, 5), clause="xdoc-contract")
+    assert_raises(
+        ValueError,
+        ("max_sequence_length", 5, 8),
+        backend.enable_xdoc_attention,
+        bounded_batch(attention),
+        Contract("block_causal", False, False, 5),
+        clause="xdoc-contract",
+    )
 
 
 XDOC_PAD_TAIL_ROWS = {
@@ -252,8 +314,9 @@ def test_convert_xdoc_bound_skips_the_pad_tail(backend, form, bound):
             f"positions unchecked [xdoc-contract: {call}]"
         ) from error
     # The pad tail keeps its positions (0 .. n - 1 for a record without positions).
-    assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 0, 1, 2, 3, 4]]), clause="ctb-positions",
-                        call=call)
+    assert_tensor_equal(
+        "position_ids", out["position_ids"], long([[0, 1, 0, 1, 2, 3, 4]]), clause="ctb-positions", call=call
+    )
 
 
 @pytest.mark.requires("convert_text_batch", "xdoc")
@@ -263,7 +326,20 @@ def test_convert_xdoc_bound_reached_by_a_real_token(backend):
     positions are [0,1,2,3,4,8]; max_sequence_length 6 raises naming it, 6 and 8; 9 passes."""
     rows = [Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1)]
     out = convert(backend, rows, Contract("document_ids", True, False, 9), xdoc=True)
-    assert_tensor_equal("position_ids", out["position_ids"], long([[0, 1, 2, 3, 4, 8]]), clause="xdoc-contract",
-                        call=f"{describe_rows(rows)}, max_sequence_length=9")
-    assert_raises(ValueError, ("max_sequence_length", 6, 8), convert, backend, rows,
-                  Contract("document_ids", True, False, 6), xdoc=True, clause="xdoc-contract")
+    assert_tensor_equal(
+        "position_ids",
+        out["position_ids"],
+        long([[0, 1, 2, 3, 4, 8]]),
+        clause="xdoc-contract",
+        call=f"{describe_rows(rows)}, max_sequence_length=9",
+    )
+    assert_raises(
+        ValueError,
+        ("max_sequence_length", 6, 8),
+        convert,
+        backend,
+        rows,
+        Contract("document_ids", True, False, 6),
+        xdoc=True,
+        clause="xdoc-contract",
+    )

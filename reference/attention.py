@@ -59,9 +59,7 @@ def contract_requests_metadata(packing_contract: PackedSequenceContract) -> bool
         if hasattr(packing_contract, name):
             value = getattr(packing_contract, name)
             if not isinstance(value, bool):
-                raise TypeError(
-                    f"packing_contract.{name} must be a bool, got {type(value).__name__} {value!r}"
-                )
+                raise TypeError(f"packing_contract.{name} must be a bool, got {type(value).__name__} {value!r}")
             return value
     raise TypeError(
         "packing_contract must have a bool attribute return_packed_sequence_metadata "
@@ -86,9 +84,7 @@ def require_supported_packing_contract(contract: PackedSequenceContract) -> None
             ``max_sequence_length`` < 1.
     """
     if not hasattr(contract, "packed_mask_type"):
-        raise TypeError(
-            f"packing_contract must have a packed_mask_type attribute; {type(contract).__name__} has none"
-        )
+        raise TypeError(f"packing_contract must have a packed_mask_type attribute; {type(contract).__name__} has none")
     mask_type = contract.packed_mask_type
     if mask_type not in PACKED_MASK_TYPES:
         raise ValueError(
@@ -109,14 +105,10 @@ def require_supported_packing_contract(contract: PackedSequenceContract) -> None
                 f"got {type(max_sequence_length).__name__} {max_sequence_length!r}"
             )
         if max_sequence_length < 1:
-            raise ValueError(
-                f"packing_contract.max_sequence_length must be >= 1, got {max_sequence_length}"
-            )
+            raise ValueError(f"packing_contract.max_sequence_length must be >= 1, got {max_sequence_length}")
 
 
-def adapt_model_inputs(
-    batch: TrainingBatch, attention_eligibility: torch.Tensor | None = None
-) -> TrainingBatch:
+def adapt_model_inputs(batch: TrainingBatch, attention_eligibility: torch.Tensor | None = None) -> TrainingBatch:
     """Add ``attention_document_ids`` to a converted batch [adapt-attention-ids].
 
     Args:
@@ -146,8 +138,7 @@ def adapt_model_inputs(
         )
     if document_ids.ndim != 2:
         raise ValueError(
-            "adapt_model_inputs: document_ids must have shape [batch, sequence], "
-            f"got {tuple(document_ids.shape)}"
+            f"adapt_model_inputs: document_ids must have shape [batch, sequence], got {tuple(document_ids.shape)}"
         )
 
     attention_document_ids = document_ids.clone()

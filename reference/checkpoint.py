@@ -103,9 +103,7 @@ def encode_state(state: dict, *, topology: dict, fingerprint: str) -> bytes:
     return head + hashlib.sha256(head).digest()
 
 
-def decode_state(
-    data: bytes, *, expected_fingerprint: str | None, expected_canonical_replicas: int | None
-) -> dict:
+def decode_state(data: bytes, *, expected_fingerprint: str | None, expected_canonical_replicas: int | None) -> dict:
     """Check the envelope and return the Zephon state dict [state-envelope,
     state-load-validates-first, state-fingerprint, state-canonical-replicas].
 
@@ -210,7 +208,9 @@ def _parse_body(raw: bytes) -> dict:
     if not isinstance(topology, dict):
         raise ValueError(f"malformed body: topology must be an object, got {type(topology).__name__}")  # noqa: TRY004 - SPEC: ValueError
     if sorted(topology) != sorted(_TOPOLOGY_KEYS):
-        raise ValueError(f"malformed body: topology keys must be exactly {list(_TOPOLOGY_KEYS)}, got {sorted(topology)}")
+        raise ValueError(
+            f"malformed body: topology keys must be exactly {list(_TOPOLOGY_KEYS)}, got {sorted(topology)}"
+        )
     for key in _TOPOLOGY_KEYS:
         if not (_is_int(topology[key]) and topology[key] >= 1):
             raise ValueError(f"malformed body: topology.{key} must be an integer >= 1, got {topology[key]!r}")

@@ -163,9 +163,7 @@ def _pad_row(row: _Row, pad_to_length: int, pad_token_id: int, index: int) -> _R
     """
     length = len(row.tokens)
     if length > pad_to_length:
-        raise ValueError(
-            f"sample_batch record {index}: {length} tokens do not fit pad_to_length={pad_to_length}"
-        )
+        raise ValueError(f"sample_batch record {index}: {length} tokens do not fit pad_to_length={pad_to_length}")
     extra = pad_to_length - length
     first_tail_position = row.padding_length  # the existing tail holds 0 .. padding_length - 1
     return _Row(
@@ -289,7 +287,9 @@ def convert_text_batch(
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
     if pad_to_length is not None:
         if isinstance(pad_to_length, bool) or not isinstance(pad_to_length, int):
-            raise TypeError(f"pad_to_length must be an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}")
+            raise TypeError(
+                f"pad_to_length must be an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}"
+            )
         if pad_to_length < 2:
             raise ValueError(f"pad_to_length must be >= 2 unshifted tokens, got {pad_to_length}")
         if pad_token_id is None:
@@ -314,7 +314,9 @@ def convert_text_batch(
             f"sample_batch rows must share one unshifted length without pad_to_length, got lengths {lengths}"
         )
     if lengths[0] < 2:
-        raise ValueError(f"sample_batch record 0: rows must hold at least 2 unshifted tokens to shift, got {lengths[0]}")
+        raise ValueError(
+            f"sample_batch record 0: rows must hold at least 2 unshifted tokens to shift, got {lengths[0]}"
+        )
 
     # 3. Shift, mask and number subdocuments on the original boundaries.
     batch = _shift_and_mask(rows, ignore_index, mask_segment_starts)
@@ -384,7 +386,7 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         self._started = False
         self._closed = False
 
-    def __iter__(self) -> "ZephonDataLoader":
+    def __iter__(self) -> ZephonDataLoader:
         """Return this loader; a second ``iter()`` never restarts the stream [loader-iter-self]."""
         return self
 

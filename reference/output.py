@@ -26,9 +26,7 @@ def check_output_format(output_format: object) -> None:
         ValueError: ``output_format`` is not ``"batched"`` or ``"thd"``.
     """
     if output_format not in BATCH_OUTPUT_FORMATS:
-        raise ValueError(
-            f"output_format must be one of {list(BATCH_OUTPUT_FORMATS)}, got {output_format!r}"
-        )
+        raise ValueError(f"output_format must be one of {list(BATCH_OUTPUT_FORMATS)}, got {output_format!r}")
 
 
 def block_causal_mask(attention_document_ids: torch.Tensor) -> torch.Tensor:
@@ -160,7 +158,8 @@ def convert_batch_output(batch: TrainingBatch, output_format: str) -> TrainingBa
         [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens], dtype=torch.int64, device=ids.device
     )
     batch["seq_lens_padded"] = torch.tensor(
-        [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens_padded], dtype=torch.int64,
+        [row + [THD_LENGTH_PAD] * (width - len(row)) for row in seq_lens_padded],
+        dtype=torch.int64,
         device=ids.device,
     )
     batch["qkv_format"] = "thd"

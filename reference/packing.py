@@ -87,9 +87,7 @@ class PackedSequenceMetadata(TypedDict):
 def _check_mask(attention_mask: torch.Tensor) -> None:
     """Raise upstream's two errors for a mask that cannot be unpadded [unpad-errors]."""
     if attention_mask.ndim != 2:
-        raise ValueError(
-            f"attention_mask must have shape [batch, sequence], got {tuple(attention_mask.shape)}"
-        )
+        raise ValueError(f"attention_mask must have shape [batch, sequence], got {tuple(attention_mask.shape)}")
     if attention_mask.numel() == 0 or not bool(attention_mask.bool().any()):
         raise ValueError("attention_mask must contain at least one valid token")
 

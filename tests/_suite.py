@@ -27,8 +27,14 @@ def run_conformance(tmp_dir: Path, *args: str, env: dict | None = None) -> Suite
     junit = tmp_dir / "junit.xml"
     report = tmp_dir / "clauses.json"
     command = [
-        sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider",
-        f"--junitxml={junit}", f"--clause-report={report}",
+        sys.executable,
+        "-m",
+        "pytest",
+        *args,
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        f"--clause-report={report}",
     ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
     testcases = list(ET.parse(junit).getroot().iter("testcase")) if junit.exists() else []

@@ -19,8 +19,8 @@ import importlib
 import importlib.util
 import sys
 import types
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 UPSTREAM_VERSION = "0.7.0"
 INSTALL_COMMAND = f".venv/bin/pip install --no-deps nemo-automodel=={UPSTREAM_VERSION}"

@@ -4,7 +4,6 @@ reference, shared by every test that inspects its outcome."""
 from __future__ import annotations
 
 import pytest
-
 from _suite import SuiteRun, run_conformance
 
 

@@ -121,8 +121,9 @@ def test_call_options(tok: CorpusTokenizer) -> None:
     width = max(map(len, content))
     assert out["input_ids"] == [c + [PAD_ID] * (width - len(c)) for c in content]
     assert out["attention_mask"] == [[1] * len(c) + [0] * (width - len(c)) for c in content]
-    arr = tok(texts, add_special_tokens=False, padding="max_length", max_length=width + 3,
-              return_tensors="np")["input_ids"]
+    arr = tok(texts, add_special_tokens=False, padding="max_length", max_length=width + 3, return_tensors="np")[
+        "input_ids"
+    ]
     assert arr.shape == (2, width + 3)
     with pytest.raises(TypeError):
         tok(texts, return_offsets_mapping=True)
@@ -147,12 +148,12 @@ def test_decode_bytes_across_a_split_multibyte_char(tok: CorpusTokenizer, texts:
                 pass
             # ids[:k + 1] ends inside a multi-byte character.
             lo = max(0, k - 5)
-            span = tok.decode_bytes(ids[lo:k + 1])
+            span = tok.decode_bytes(ids[lo : k + 1])
             assert span in doc_bytes
-            assert span == doc_bytes[offset - len(span):offset]
+            assert span == doc_bytes[offset - len(span) : offset]
             with pytest.raises(UnicodeDecodeError):
                 span.decode("utf-8")
-            assert "\ufffd" in tok.decode(ids[lo:k + 1])  # the lossy decode cannot do this
+            assert "\ufffd" in tok.decode(ids[lo : k + 1])  # the lossy decode cannot do this
             found += 1
             break
         if found >= 3:
@@ -180,16 +181,22 @@ def test_real_zephon_pipeline(tmp_path, monkeypatch, tok: CorpusTokenizer) -> No
 
     seq = 1025
     ds = Dataset.from_path("nodejs_api", str(SHARD_DIR))
-    ws = StaticMixtureWorkSource([ds], {"nodejs_api": 1.0}, chunk_size=16, seed=1234,
-                                 exhausted_policy="repeat")
+    ws = StaticMixtureWorkSource([ds], {"nodejs_api": 1.0}, chunk_size=16, seed=1234, exhausted_policy="repeat")
     p = (
         Pipeline(ws)
-        .tokenize(tokenizer=CorpusTokenizer(), field="text", add_attention_mask=False,
-                  max_length=seq, split_long_samples=True, special_tokens="bos_eos")
+        .tokenize(
+            tokenizer=CorpusTokenizer(),
+            field="text",
+            add_attention_mask=False,
+            max_length=seq,
+            split_long_samples=True,
+            special_tokens="bos_eos",
+        )
         .pack_flat(seq, algorithm="first_fit", num_bins=8, pad_token_id=PAD_ID)
         .batch(4)
-        .options(runner="inline", prefetch_batches=0, default_stage_prefetch=0,
-                 aggregate_dir=str(tmp_path / "aggregate"))
+        .options(
+            runner="inline", prefetch_batches=0, default_stage_prefetch=0, aggregate_dir=str(tmp_path / "aggregate")
+        )
     )
     blob = corpus_bytes()
     it = iter(p)
@@ -205,13 +212,13 @@ def test_real_zephon_pipeline(tmp_path, monkeypatch, tok: CorpusTokenizer) -> No
             assert len(ids) == seq
             assert all(0 <= i < 8192 for i in ids)
             pad = rec.meta.padding_length or 0
-            assert ids[seq - pad:] == [PAD_ID] * pad
+            assert ids[seq - pad :] == [PAD_ID] * pad
             # Every packed segment is a contiguous span of one real document.
             positions = [int(x) for x in rec.payload["positions"]][: seq - pad]
             starts = [k for k, q in enumerate(positions) if q == 0] + [seq - pad]
             for a, b in zip(starts, starts[1:]):
                 seg = ids[a:b]
-                inner = seg[1 if seg[0] == BOS_ID else 0: -1 if seg[-1] == EOS_ID else None]
+                inner = seg[1 if seg[0] == BOS_ID else 0 : -1 if seg[-1] == EOS_ID else None]
                 assert not set(inner) & {PAD_ID, BOS_ID, EOS_ID}
                 assert tok.decode_bytes(seg) in blob
                 n_segments += 1

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from _suite import ROOT, SuiteRun, run_conformance
 
 import reference
@@ -42,12 +41,34 @@ MIN_PASSED = 600  # the selection holds about 950 tests
 
 # Every clause that asks for an error; each must pass against the reworded backend.
 ERROR_CLAUSES = (
-    "types-output-format", "contract-metadata-flag", "contract-validation", "unpad-errors", "meta-errors",
-    "ctb-token-field", "ctb-packed-needs-positions", "ctb-option-types", "ctb-input-errors", "unpacked-errors",
-    "adapt-errors", "xdoc-contract", "xdoc-errors", "thd-errors", "loader-construct-validates",
-    "loader-failure-closes", "datum-errors", "collate-errors", "collate-keyword-only", "pack-errors", "dcoll-fields",
-    "state-fingerprint", "state-canonical-replicas", "state-load-validates-first", "state-load-errors",
-    "state-load-empty", "state-load-after-start", "state-collective-timeout",
+    "types-output-format",
+    "contract-metadata-flag",
+    "contract-validation",
+    "unpad-errors",
+    "meta-errors",
+    "ctb-token-field",
+    "ctb-packed-needs-positions",
+    "ctb-option-types",
+    "ctb-input-errors",
+    "unpacked-errors",
+    "adapt-errors",
+    "xdoc-contract",
+    "xdoc-errors",
+    "thd-errors",
+    "loader-construct-validates",
+    "loader-failure-closes",
+    "datum-errors",
+    "collate-errors",
+    "collate-keyword-only",
+    "pack-errors",
+    "dcoll-fields",
+    "state-fingerprint",
+    "state-canonical-replicas",
+    "state-load-validates-first",
+    "state-load-errors",
+    "state-load-empty",
+    "state-load-after-start",
+    "state-collective-timeout",
 )
 
 
@@ -64,8 +85,13 @@ reworded = _load_reworded()
 @pytest.fixture(scope="module")
 def reworded_run(tmp_path_factory) -> SuiteRun:
     return run_conformance(
-        tmp_path_factory.mktemp("reworded-run"), "conformance", "--backend=reworded_backend", "--launcher=torch",
-        "-k", SELECTION, env=REWORDED_ENV,
+        tmp_path_factory.mktemp("reworded-run"),
+        "conformance",
+        "--backend=reworded_backend",
+        "--launcher=torch",
+        "-k",
+        SELECTION,
+        env=REWORDED_ENV,
     )
 
 
@@ -81,10 +107,12 @@ def _outcome(testcase) -> str:
 def test_the_suite_passes_against_reworded_error_messages(reworded_run):
     assert "backend=reworded_backend version=reworded-0" in reworded_run.output
     outcomes = [_outcome(t) for t in reworded_run.testcases]
-    broken = [f"{t.get('classname')}::{t.get('name')}" for t in reworded_run.testcases
-              if _outcome(t) in {"failure", "error"}]
-    assert not broken, "checks that fail on reworded messages (unfair):\n  " + "\n  ".join(broken) + \
-        "\n" + reworded_run.output[-4000:]
+    broken = [
+        f"{t.get('classname')}::{t.get('name')}" for t in reworded_run.testcases if _outcome(t) in {"failure", "error"}
+    ]
+    assert not broken, (
+        "checks that fail on reworded messages (unfair):\n  " + "\n  ".join(broken) + "\n" + reworded_run.output[-4000:]
+    )
     assert reworded_run.returncode == 0, reworded_run.output[-4000:]
     assert outcomes.count("passed") >= MIN_PASSED, f"only {outcomes.count('passed')} tests passed"
 
@@ -111,18 +139,26 @@ SAMPLES = [
     # (call, facts both messages must name)
     ("get_unpad_data(1-D mask)", lambda impl: impl.get_unpad_data(torch.tensor([1, 1, 0])), ("attention_mask",)),
     ("Datum(2-D)", lambda impl: impl.Datum([[1, 2], [3, 4]]), ("input_ids", Shape(2, 2))),
-    ("collate_datums(labels of another length)",
-     lambda impl: impl.collate_datums([impl.Datum([1, 2, 3], {"target_tokens": [2, 3]})], packed=True),
-     ("labels", "input_ids", 2, 3)),
-    ("convert_batch_output(bshd)",
-     lambda impl: impl.convert_batch_output({"attention_document_ids": torch.tensor([[1]])}, "bshd"),
-     ("output_format", "batched", "thd", "bshd")),
-    ("require_supported_packing_contract(max_sequence_length=0)",
-     lambda impl: impl.require_supported_packing_contract(Contract("block_causal", False, False, 0)),
-     ("max_sequence_length",)),
-    ("ZephonDataLoader.load_state_dict(bad magic)",
-     lambda impl: _state_loader(impl).load_state_dict({"zephon": b"XSZSTATE" + bytes(9) + bytes(32)}),
-     ("bad magic",)),
+    (
+        "collate_datums(labels of another length)",
+        lambda impl: impl.collate_datums([impl.Datum([1, 2, 3], {"target_tokens": [2, 3]})], packed=True),
+        ("labels", "input_ids", 2, 3),
+    ),
+    (
+        "convert_batch_output(bshd)",
+        lambda impl: impl.convert_batch_output({"attention_document_ids": torch.tensor([[1]])}, "bshd"),
+        ("output_format", "batched", "thd", "bshd"),
+    ),
+    (
+        "require_supported_packing_contract(max_sequence_length=0)",
+        lambda impl: impl.require_supported_packing_contract(Contract("block_causal", False, False, 0)),
+        ("max_sequence_length",),
+    ),
+    (
+        "ZephonDataLoader.load_state_dict(bad magic)",
+        lambda impl: _state_loader(impl).load_state_dict({"zephon": b"XSZSTATE" + bytes(9) + bytes(32)}),
+        ("bad magic",),
+    ),
 ]
 
 
@@ -139,8 +175,9 @@ _SCRATCH: Path | None = None
 
 def _state_loader(impl):
     """A loader over a real in-memory Zephon pipeline (its state checks need one)."""
-    return impl.ZephonDataLoader(index_pipeline(_SCRATCH, 4, 2, "redistribute"), row_indices,
-                                 packing_contract=Contract())
+    return impl.ZephonDataLoader(
+        index_pipeline(_SCRATCH, 4, 2, "redistribute"), row_indices, packing_contract=Contract()
+    )
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s[0] for s in SAMPLES])
@@ -176,6 +213,7 @@ def test_untouched_errors_keep_their_identity_and_message():
     assert _raised(next, loader) is injected
     error = _raised(reworded.default_collater, [{"input_ids": [1], "labels": [2]}, {"input_ids": [3]}])
     assert type(error) is KeyError and error.args == ("labels",)
+
     # A reference error raised "from" another keeps that cause: tokens in a numpy object array.
     def objects_as_tokens(impl):
         batch = sample_batch([Row((1, 2, 3), (0, 1, 2), 0)])
@@ -191,8 +229,7 @@ def test_untouched_errors_keep_their_identity_and_message():
 def test_facts_survive_the_rewording():
     """The backend keeps identifiers, numbers, reprs, bracketed data, fingerprints and the
     check names, and drops the prose."""
-    message = ("sample_batch record 1: meta.padding_length must be in [0, 8] so that the row keeps a real token, "
-               "got 9")
+    message = "sample_batch record 1: meta.padding_length must be in [0, 8] so that the row keeps a real token, got 9"
     text = reworded.reword(message, ValueError)
     assert text == "ValueError [reworded backend] facts: 9, [0, 8], meta.padding_length, 1, sample_batch"
     fingerprint = "ab" * 32

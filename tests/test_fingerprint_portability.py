@@ -16,10 +16,10 @@ import os
 import sys
 
 import pytest
+from _suite import ROOT, run_conformance
 from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
 import reference
-from _suite import ROOT, run_conformance
 from conformance._asserts import assert_batch_equal
 from conformance._pipelines import corpus_pipeline, index_pipeline, row_indices
 from conformance._zephon import Contract
@@ -49,10 +49,17 @@ def test_hand_written_json_is_canonical():
 def _other_stages(scratch):
     dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(8)])})
     work_source = StaticMixtureWorkSource([dataset], {"d": 1.0}, chunk_size=4, seed=0, exhausted_policy="redistribute")
-    return (Pipeline(work_source).prefetch(16).map_transform(lambda p: p).shuffle(64, seed=3)
-            .add_op("keep", process_many=lambda records: records, preserves_cursor_order=True)
-            .stateful_transform("st", init_state=lambda: 0, push=lambda state, records: (state, records))
-            .pack_sequences(16, num_bins=2).batch(4, drop_last=False).map_batch(lambda b: b))
+    return (
+        Pipeline(work_source)
+        .prefetch(16)
+        .map_transform(lambda p: p)
+        .shuffle(64, seed=3)
+        .add_op("keep", process_many=lambda records: records, preserves_cursor_order=True)
+        .stateful_transform("st", init_state=lambda: 0, push=lambda state, records: (state, records))
+        .pack_sequences(16, num_bins=2)
+        .batch(4, drop_last=False)
+        .map_batch(lambda b: b)
+    )
 
 
 def _tokenizer_by_id(scratch):
@@ -104,15 +111,24 @@ def test_the_golden_fixed_pipeline_has_the_pinned_digest(scratch):
 
 
 def _convert():
-    return functools.partial(reference.convert_text_batch, packing_contract=Contract(), ignore_index=-100,
-                             mask_segment_starts=True, allow_cross_document_attention=False)
+    return functools.partial(
+        reference.convert_text_batch,
+        packing_contract=Contract(),
+        ignore_index=-100,
+        mask_segment_starts=True,
+        allow_cross_document_attention=False,
+    )
 
 
-@pytest.mark.parametrize("saver, loader_type", [(reference, independent), (independent, reference)],
-                         ids=["reference-to-independent", "independent-to-reference"])
+@pytest.mark.parametrize(
+    "saver, loader_type",
+    [(reference, independent), (independent, reference)],
+    ids=["reference-to-independent", "independent-to-reference"],
+)
 def test_state_resumes_exactly_across_implementations(scratch, saver, loader_type):
     """A state saved after 3 batches of the tokenized, packed corpus by one loader resumes in
     a loader of the other implementation with exactly the uninterrupted run's batches."""
+
     def pipeline(name):
         return corpus_pipeline(scratch / name, seq_len=128, batch_size=2, exhausted_policy="repeat")
 
@@ -136,9 +152,16 @@ def test_state_resumes_exactly_across_implementations(scratch, saver, loader_typ
 def test_state_tests_and_goldens_pass_with_the_independent_fingerprint(tmp_path):
     """The suite's state tests and golden state cases (fingerprints pinned byte for byte) pass
     against the backend with the independent fingerprint."""
-    run = run_conformance(tmp_path, "conformance/test_state_envelope.py", "conformance/test_loader_state.py",
-                          "conformance/test_goldens.py", "-k", "state", "--backend=canonical_fingerprint_backend",
-                          env=BACKEND_ENV)
+    run = run_conformance(
+        tmp_path,
+        "conformance/test_state_envelope.py",
+        "conformance/test_loader_state.py",
+        "conformance/test_goldens.py",
+        "-k",
+        "state",
+        "--backend=canonical_fingerprint_backend",
+        env=BACKEND_ENV,
+    )
     assert run.returncode == 0, run.output[-5000:]
     assert "backend=canonical_fingerprint_backend version=canonical-fingerprint-0" in run.output
     assert len(run.testcases) >= 60, len(run.testcases)

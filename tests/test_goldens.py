@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conformance import goldens
-from conformance.spec import spec_clauses
 from conformance.goldens import GoldenError, load_all
+from conformance.spec import spec_clauses
 
 REPO = Path(__file__).resolve().parents[1]
 MIN_CASES = 150
@@ -26,7 +26,9 @@ MIN_CASES = 150
 # clauses, the real-data scenario and the single-process checkpoint state (SPEC.md sections 9, 12, 10) are
 # golden cases of golden/cases/loader.py and golden/cases/state.py; the multi-rank clauses (section 11)
 # need several rank processes and a launcher, which a stored case cannot provide.
-MULTIRANK_REASON = "needs real rank processes; conformance/test_multirank.py runs it under mpiexec and torch.distributed"
+MULTIRANK_REASON = (
+    "needs real rank processes; conformance/test_multirank.py runs it under mpiexec and torch.distributed"
+)
 EXEMPT_CLAUSES: dict[str, str] = {
     "state-all-ranks-identical": MULTIRANK_REASON,
     "state-collective-all-ranks": MULTIRANK_REASON,
@@ -38,7 +40,7 @@ EXEMPT_CLAUSES: dict[str, str] = {
     "tb-device": "device placement of live tensors; conformance tests check it on the inputs' device",
     "tb-no-aliasing": "storage sharing between live tensors; conformance tests compare storages",
     "collaters-no-mutation": "mutation of the caller's live objects; conformance/test_collaters_no_mutation.py "
-                             "snapshots them around each call",
+    "snapshots them around each call",
 }
 
 
@@ -57,8 +59,9 @@ def _some_file(root: Path, name: str = "expected.safetensors") -> Path:
 
 def test_check_passes_on_the_committed_tree():
     """`python -m conformance.goldens --check` regenerates byte-identical files and SPEC blocks."""
-    result = subprocess.run([sys.executable, "-m", "conformance.goldens", "--check"], cwd=REPO,
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance.goldens", "--check"], cwd=REPO, capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -216,6 +219,7 @@ def test_the_thd_stream_case_sends_thd_batches_through_the_loader():
 def test_no_golden_record_pins_an_error_message():
     """Errors are stored as a type and facts (canon ``error``) or as a type and whether it is the
     injected exception (scripted outcomes); never as message text (SPEC 1.0)."""
+
     def messages(value, path):
         if isinstance(value, dict):
             if "raised" in value:

@@ -23,8 +23,10 @@ def test_reference_shift_agrees_with_zephon_to_training(tmp_path):
                 sample_batch, reference.DEFAULT_PACKED_SEQUENCE_CONTRACT, -100, False, False
             )
             for ours_key, zephon_key in [
-                ("input_ids", "input_ids"), ("labels", "labels"),
-                ("padding_mask", "padding_mask"), ("position_ids", "positions"),
+                ("input_ids", "input_ids"),
+                ("labels", "labels"),
+                ("padding_mask", "padding_mask"),
+                ("position_ids", "positions"),
             ]:
                 assert ours[ours_key].shape == zephon[zephon_key].shape, ours_key
                 assert torch.equal(ours[ours_key], zephon[zephon_key].to(ours[ours_key].dtype)), ours_key

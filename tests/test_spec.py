@@ -15,8 +15,14 @@ SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
 
 def test_spec_is_version_1_and_has_the_sections_a_standard_needs():
     assert spec_version() == "1.0" and major(spec_version()) == 1
-    for heading in ("## How to read this document", "## Terms", "## Conformance",
-                    "## Versioning and compatibility", "## Decisions", "## Changelog"):
+    for heading in (
+        "## How to read this document",
+        "## Terms",
+        "## Conformance",
+        "## Versioning and compatibility",
+        "## Decisions",
+        "## Changelog",
+    ):
         assert f"\n{heading}\n" in SPEC, f"SPEC.md lacks the section {heading!r}"
     assert "RFC 2119" in SPEC and "RFC 8174" in SPEC
 
@@ -45,8 +51,13 @@ def test_no_must_clause_hides_a_recommendation_or_a_permission():
 def test_the_repository_stands_alone():
     """Nothing points at the notes the project was started from; sources are public links."""
     # The pattern is assembled so that this file does not match it itself.
-    notes = ["shared" + "/", "automodel-contract" + r"\.md", "field-reports" + r"\.md", "zephon-api" + r"\.md",
-             "seeds" + "/"]
+    notes = [
+        "shared" + "/",
+        "automodel-contract" + r"\.md",
+        "field-reports" + r"\.md",
+        "zephon-api" + r"\.md",
+        "seeds" + "/",
+    ]
     found = subprocess.run(["git", "grep", "-nE", "|".join(notes)], cwd=ROOT, capture_output=True, text=True).stdout
     assert not found, f"references to files outside the repository:\n{found}"
     sources = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")

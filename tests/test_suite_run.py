@@ -12,9 +12,9 @@ from _suite import ROOT, run_conformance
 from conformance.conftest import _failed_clauses, _failure_message
 from conformance.spec import spec_clauses
 
-
 # tests/backends/partial_backend.py importable, with the repository behind it.
 PARTIAL_BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
+
 
 def outcome(testcase) -> str:
     for child in testcase:
@@ -51,7 +51,10 @@ def test_every_clause_is_checked_by_a_passing_test(reference_run):
     assert not untested, f"clauses with no conformance test: {untested}"
     assert set(report) <= set(clauses), f"the report lists unknown clauses: {sorted(set(report) - set(clauses))}"
     # Checks that cite one enumerated item ("contract-validation.4") count under their clause.
-    assert len([t for t in report["contract-validation"]["tests"] if "test_bad_contracts_are_rejected" in t["nodeid"]]) == 9
+    assert (
+        len([t for t in report["contract-validation"]["tests"] if "test_bad_contracts_are_rejected" in t["nodeid"]])
+        == 9
+    )
     for cid, level in clauses.items():
         assert report[cid]["level"] == level, (cid, report[cid]["level"], level)
         assert f" {level:<6} {cid} " in reference_run.output, f"{cid} is missing from the clause summary"
@@ -75,14 +78,17 @@ def test_unknown_backend_lists_the_known_ones(tmp_path):
 
 
 def test_partial_backend_reports_not_supported(tmp_path):
-    run = run_conformance(tmp_path, "conformance/test_packing.py", "--backend=partial_backend:BACKEND", "-rs",
-                          env=PARTIAL_BACKEND_ENV)
+    run = run_conformance(
+        tmp_path, "conformance/test_packing.py", "--backend=partial_backend:BACKEND", "-rs", env=PARTIAL_BACKEND_ENV
+    )
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend:BACKEND version=partial-0" in run.output
     statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
     assert statuses["unpad-errors"] == "pass" and statuses["unpad-indexed"] == "pass"
     assert statuses["meta-indices"] == "not supported" and statuses["meta-errors"] == "not supported"
-    assert "NOT SUPPORTED: backend 'partial_backend:BACKEND' does not declare capability 'packed_metadata'" in run.output
+    assert (
+        "NOT SUPPORTED: backend 'partial_backend:BACKEND' does not declare capability 'packed_metadata'" in run.output
+    )
 
 
 def test_ci_runs_the_readme_test_command():
@@ -96,15 +102,17 @@ def test_ci_runs_the_readme_test_command():
 def test_a_failure_blames_only_the_clauses_its_own_message_names():
     """The clause summary blames the clauses named in the failure's ``E`` lines, not those in
     the test source pytest prints above them (tags of assertions that passed)."""
-    longrepr = "\n".join([
-        "    def test_resume(run):",
-        '        assert loaded, "state_dict() after the load differs [state-roundtrip]"',
-        ">       assert got == expected, (",
-        '            f"rank 1 resumed {got} [state-multirank-resume]"',
-        "        )",
-        "E       AssertionError: rank 1 resumed [[2]], but should continue with [[6]] [state-multirank-resume]",
-        "E       assert [[2]] == [[6]]",
-    ])
+    longrepr = "\n".join(
+        [
+            "    def test_resume(run):",
+            '        assert loaded, "state_dict() after the load differs [state-roundtrip]"',
+            ">       assert got == expected, (",
+            '            f"rank 1 resumed {got} [state-multirank-resume]"',
+            "        )",
+            "E       AssertionError: rank 1 resumed [[2]], but should continue with [[6]] [state-multirank-resume]",
+            "E       assert [[2]] == [[6]]",
+        ]
+    )
     report = SimpleNamespace(longrepr=longrepr)
     cited = ["state-roundtrip", "state-multirank-resume", "state-envelope"]
     assert _failed_clauses(cited, _failure_message(report)) == {"state-multirank-resume"}
@@ -121,8 +129,9 @@ def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
 
 
 def test_a_module_name_is_a_backend_and_multirank_tests_need_their_capability(tmp_path):
-    run = run_conformance(tmp_path, "conformance/test_multirank.py", "--backend=partial_backend", "-rs",
-                          env=PARTIAL_BACKEND_ENV)
+    run = run_conformance(
+        tmp_path, "conformance/test_multirank.py", "--backend=partial_backend", "-rs", env=PARTIAL_BACKEND_ENV
+    )
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend version=unknown" in run.output
     statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
@@ -137,9 +146,11 @@ def _module_backend(tmp_path, name: str, body: str) -> dict:
 
 
 def test_a_backend_of_another_major_spec_version_is_refused_before_any_test_runs(tmp_path):
-    env = _module_backend(tmp_path, "future_backend",
-                          "from reference import *\nfrom reference import BATCHSPEC_CAPABILITIES\n"
-                          "BATCHSPEC_SPEC_VERSION = '2.0'\n")
+    env = _module_backend(
+        tmp_path,
+        "future_backend",
+        "from reference import *\nfrom reference import BATCHSPEC_CAPABILITIES\nBATCHSPEC_SPEC_VERSION = '2.0'\n",
+    )
     run = run_conformance(tmp_path, "conformance/test_packing.py", "--backend=future_backend", env=env)
     assert run.returncode == 4, run.output[-2000:]  # pytest's usage error: nothing was collected or run
     assert not run.testcases

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from _upstream import load_upstream
 from hypothesis import HealthCheck, event, given, settings
-from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 
 import reference
-from _upstream import load_upstream
 
 try:
     UPSTREAM_DATUM, UPSTREAM_UTILS = load_upstream()
@@ -98,9 +99,7 @@ def assert_same_outcome(ours: Callable[[], Any], theirs: Callable[[], Any]) -> A
         event("upstream returned" if their_ok else f"upstream raised {type(their_result).__name__}")
     if not their_ok:
         assert not our_ok, f"upstream raised {their_result!r}, the reference returned {our_result!r}"
-        assert type(our_result) is type(their_result), (
-            f"reference raised {our_result!r}, upstream {their_result!r}"
-        )
+        assert type(our_result) is type(their_result), f"reference raised {our_result!r}, upstream {their_result!r}"
         assert str(our_result) == str(their_result), f"message {our_result!s} != upstream {their_result!s}"
         return None
     assert our_ok, f"the reference raised {our_result!r}, upstream returned {their_result!r}"
@@ -116,17 +115,17 @@ def assert_same_outcome(ours: Callable[[], Any], theirs: Callable[[], Any]) -> A
 # draw costs more than the draw itself, and collate_datums needs 1000 examples.
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _integers(low: int, high: int) -> st.SearchStrategy[int]:
     return st.integers(low, high)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sampled(options: tuple) -> st.SearchStrategy[Any]:
     return st.sampled_from(options)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _binary(length: int) -> st.SearchStrategy[bytes]:
     return st.binary(min_size=length, max_size=length)
 
@@ -299,7 +298,10 @@ def test_collate_datums_edge_cases_match_upstream(packed: bool, datums: list, ig
 def test_collate_datums_worked_examples_match_upstream(packed: bool) -> None:
     """SPEC.md worked examples I (padded) and J (packed)."""
     datums = [
-        ([10, 11, 12], {"target_tokens": [11, 12, 13], "weights": [1, 1, 0], "logprobs": [-0.5, -1, -2], "advantages": [0.5]}),
+        (
+            [10, 11, 12],
+            {"target_tokens": [11, 12, 13], "weights": [1, 1, 0], "logprobs": [-0.5, -1, -2], "advantages": [0.5]},
+        ),
         ([20, 21], {"target_tokens": [21, 22], "weights": [0, 1], "logprobs": [-0.25, -0.75], "advantages": [-1.5]}),
     ]
     ours = collate_both({"datums": datums, "pad_seq_len_divisible": None, "ignore_index": -100}, packed)
@@ -431,7 +433,16 @@ def draw_scalar_field(draw, count: int) -> list:
     return values
 
 
-FIELD_NAMES = ("input_ids", "labels", "attention_mask", "loss_mask", "position_ids", "extra", "dataset_id", "padding_mask")
+FIELD_NAMES = (
+    "input_ids",
+    "labels",
+    "attention_mask",
+    "loss_mask",
+    "position_ids",
+    "extra",
+    "dataset_id",
+    "padding_mask",
+)
 FIELD_DRAWERS = {"list": draw_list_field, "tensor": draw_tensor_field, "scalar": draw_scalar_field}
 
 
@@ -619,7 +630,10 @@ def test_collate_datums_leaves_datums_untouched_d6(data: st.DataObject, packed: 
     collate_both(case, packed)
     _outcome(
         lambda: reference.collate_datums(
-            datums, packed=packed, pad_seq_len_divisible=case["pad_seq_len_divisible"], ignore_index=case["ignore_index"]
+            datums,
+            packed=packed,
+            pad_seq_len_divisible=case["pad_seq_len_divisible"],
+            ignore_index=case["ignore_index"],
         )
     )
     for datum, mapping, (ids, keys, inputs) in zip(datums, mappings, before):
@@ -635,9 +649,7 @@ def test_default_collater_keeps_pad_token_ids_d6() -> None:
         {"input_ids": [4], "extra": [6, 7]},
     ]
     ours, theirs = copy.deepcopy(batch), copy.deepcopy(batch)
-    assert_same_outcome(
-        lambda: reference.default_collater(ours, 4), lambda: UPSTREAM_UTILS.default_collater(theirs, 4)
-    )
+    assert_same_outcome(lambda: reference.default_collater(ours, 4), lambda: UPSTREAM_UTILS.default_collater(theirs, 4))
     assert ours == batch
     assert PAD_KEY not in theirs[0]  # upstream's mutation
 

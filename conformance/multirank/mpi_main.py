@@ -54,5 +54,6 @@ def main(argv: list[str] | None = None) -> int:
 
     return 0 if rank_main(MpiGroup(), args.backend, json.loads(args.params), args.out) else 1
 
+
 if __name__ == "__main__":
     sys.exit(main())

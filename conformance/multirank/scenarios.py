@@ -92,26 +92,33 @@ def build_pipeline(group: Group, params: dict, run_id: str):
 
     tp = params["tp"]
     topology = {
-        "world_size": group.world_size, "global_rank": group.rank,
-        "dp_degree": group.world_size // tp, "dp_group_id": group.rank // tp,
-        "canonical_replicas": params["canonical_replicas"], "run_id": run_id,
+        "world_size": group.world_size,
+        "global_rank": group.rank,
+        "dp_degree": group.world_size // tp,
+        "dp_group_id": group.rank // tp,
+        "canonical_replicas": params["canonical_replicas"],
+        "run_id": run_id,
         "aggregate_timeout_s": params["aggregate_timeout_s"],
     }
     if params["data"] == "corpus":
         return corpus_pipeline(
-            params["scratch_dir"], seq_len=params["seq_len"], batch_size=params["batch_size"], docs=params["docs"],
-            chunk_size=4, **topology,
+            params["scratch_dir"],
+            seq_len=params["seq_len"],
+            batch_size=params["batch_size"],
+            docs=params["docs"],
+            chunk_size=4,
+            **topology,
         )
     return index_pipeline(params["scratch_dir"], params["n"], 1, "redistribute", **topology)
 
 
 def _loader(backend, group: Group, params: dict, run_id: str):
-    from conformance._zephon import Contract
-
     from conformance._pipelines import row_indices
+    from conformance._zephon import Contract
 
     contract = Contract()
     if params["data"] == "corpus":
+
         def convert(sample_batch):
             return row_keys(backend.convert_text_batch(sample_batch, contract, -100, True, False))
     else:

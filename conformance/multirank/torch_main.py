@@ -47,7 +47,11 @@ def _rank(rank: int, world_size: int, init_file: str, backend_spec: str, params:
     from conformance.multirank.scenarios import rank_main
 
     dist.init_process_group(
-        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size, timeout=GLOO_TIMEOUT,
+        "gloo",
+        init_method=f"file://{init_file}",
+        rank=rank,
+        world_size=world_size,
+        timeout=GLOO_TIMEOUT,
     )
     try:
         ok = rank_main(TorchGroup(), backend_spec, params, out)

@@ -12,8 +12,18 @@ import random
 from conformance._zephon import Row, packed_row
 from conformance.goldens import Case, rows
 
-CORE = ("ctb-shift", "ctb-positions", "ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids",
-        "ctb-attention-ids", "tb-shapes", "tb-dtypes", "tb-keys", "ctb-no-mutation")
+CORE = (
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "tb-shapes",
+    "tb-dtypes",
+    "tb-keys",
+    "ctb-no-mutation",
+)
 META = {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": True}
 META_DOC = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
 
@@ -53,11 +63,16 @@ def case_boundary_sizes():
             batch_size = rng.choice([1, 1, 2, 3])
             length = rng.choice([2, 3, 5, 9])  # L = 2 is S = 1
             batch = [_row(rng, length, shape) for _ in range(batch_size)]
-            cases.append(Case(
-                name=f"test_boundary_{shape}_{variant}", clauses=CORE + clauses,
-                description=f"{shape.replace('_', ' ')}, B={batch_size}, S={length - 1}, {variant}",
-                function="convert_text_batch", inputs=rows(*batch), options=dict(options),
-            ))
+            cases.append(
+                Case(
+                    name=f"test_boundary_{shape}_{variant}",
+                    clauses=CORE + clauses,
+                    description=f"{shape.replace('_', ' ')}, B={batch_size}, S={length - 1}, {variant}",
+                    function="convert_text_batch",
+                    inputs=rows(*batch),
+                    options=dict(options),
+                )
+            )
     return cases
 
 
@@ -67,9 +82,16 @@ def case_s1_and_one_row():
     for i in range(6):
         batch = [_row(rng, 2, rng.choice(SHAPES)) for _ in range(rng.randint(1, 4))]
         variant, options, clauses = VARIANTS[i % len(VARIANTS)]
-        cases.append(Case(name=f"test_boundary_s1_{i:02d}_{variant}", clauses=CORE + clauses,
-                          description=f"S = 1, B={len(batch)}, {variant}", function="convert_text_batch",
-                          inputs=rows(*batch), options=dict(options)))
+        cases.append(
+            Case(
+                name=f"test_boundary_s1_{i:02d}_{variant}",
+                clauses=CORE + clauses,
+                description=f"S = 1, B={len(batch)}, {variant}",
+                function="convert_text_batch",
+                inputs=rows(*batch),
+                options=dict(options),
+            )
+        )
     return cases
 
 
@@ -78,12 +100,21 @@ def case_unpacked_generated():
     cases = []
     for i in range(6):
         target = rng.choice([2, 4, 7])
-        batch = [Row(tuple(rng.randint(1, 50) for _ in range(rng.randint(1, target))), None, None)
-                 for _ in range(rng.randint(1, 3))]
+        batch = [
+            Row(tuple(rng.randint(1, 50) for _ in range(rng.randint(1, target))), None, None)
+            for _ in range(rng.randint(1, 3))
+        ]
         options = {"pad_to_length": target, "pad_token_id": rng.choice([0, 2, 99])}
         if i % 2:
             options["output_format"] = "thd"
-        cases.append(Case(name=f"test_boundary_unpacked_{i:02d}", clauses=("unpacked-padding", "unpacked-same-route")
-                          + CORE, description=f"unpacked records padded to {target}, {options}",
-                          function="convert_text_batch", inputs=rows(*batch), options=options))
+        cases.append(
+            Case(
+                name=f"test_boundary_unpacked_{i:02d}",
+                clauses=("unpacked-padding", "unpacked-same-route") + CORE,
+                description=f"unpacked records padded to {target}, {options}",
+                function="convert_text_batch",
+                inputs=rows(*batch),
+                options=options,
+            )
+        )
     return cases

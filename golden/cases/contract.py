@@ -11,63 +11,132 @@ VALID = ("contract-validation", "types-contract", "types-mask-type")
 
 
 def _validate(name, contract, error=None, clauses=VALID, description=""):
-    return Case(name=f"test_contract_{name}", clauses=clauses, description=description or name.replace("_", " "),
-                function="require_supported_packing_contract", inputs={}, options={"contract": contract},
-                expected=None if error else {"returns": None}, error=error)
+    return Case(
+        name=f"test_contract_{name}",
+        clauses=clauses,
+        description=description or name.replace("_", " "),
+        function="require_supported_packing_contract",
+        inputs={},
+        options={"contract": contract},
+        expected=None if error else {"returns": None},
+        error=error,
+    )
 
 
 def case_default_contract():
-    return Case(name="test_contract_default", clauses=("types-default-contract",),
-                description="DEFAULT_PACKED_SEQUENCE_CONTRACT: block_causal, no metadata, no ids, no bound, immutable",
-                function="DEFAULT_PACKED_SEQUENCE_CONTRACT", inputs={},
-                expected={"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False,
-                          "return_document_ids": False, "max_sequence_length": None, "immutable": True})
+    return Case(
+        name="test_contract_default",
+        clauses=("types-default-contract",),
+        description="DEFAULT_PACKED_SEQUENCE_CONTRACT: block_causal, no metadata, no ids, no bound, immutable",
+        function="DEFAULT_PACKED_SEQUENCE_CONTRACT",
+        inputs={},
+        expected={
+            "packed_mask_type": "block_causal",
+            "return_packed_sequence_metadata": False,
+            "return_document_ids": False,
+            "max_sequence_length": None,
+            "immutable": True,
+        },
+    )
 
 
 def case_valid_contracts():
     return [
-        _validate("minimal_block_causal", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False}),
-        _validate("minimal_document_ids", {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}),
-        _validate("full", {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True,
-                           "return_document_ids": True, "max_sequence_length": 4096}),
-        _validate("legacy_flag", {"packed_mask_type": "block_causal", "requires_packed_sequence_metadata": True},
-                  clauses=("contract-metadata-flag", "contract-validation"),
-                  description="the legacy requires_packed_sequence_metadata spelling is read when alone"),
+        _validate(
+            "minimal_block_causal", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False}
+        ),
+        _validate(
+            "minimal_document_ids", {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
+        ),
+        _validate(
+            "full",
+            {
+                "packed_mask_type": "document_ids",
+                "return_packed_sequence_metadata": True,
+                "return_document_ids": True,
+                "max_sequence_length": 4096,
+            },
+        ),
+        _validate(
+            "legacy_flag",
+            {"packed_mask_type": "block_causal", "requires_packed_sequence_metadata": True},
+            clauses=("contract-metadata-flag", "contract-validation"),
+            description="the legacy requires_packed_sequence_metadata spelling is read when alone",
+        ),
     ]
 
 
 def case_invalid_contracts():
     bad = [
         ("no_mask_type", {"return_packed_sequence_metadata": False}, "TypeError", ("packed_mask_type",)),
-        ("unknown_mask_type", {"packed_mask_type": "flash_varlen", "return_packed_sequence_metadata": False},
-         "ValueError", ("packed_mask_type",)),
+        (
+            "unknown_mask_type",
+            {"packed_mask_type": "flash_varlen", "return_packed_sequence_metadata": False},
+            "ValueError",
+            ("packed_mask_type",),
+        ),
         ("no_metadata_flag", {"packed_mask_type": "block_causal"}, "TypeError", ("return_packed_sequence_metadata",)),
-        ("metadata_flag_not_bool", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": 1},
-         "TypeError", ("return_packed_sequence_metadata",)),
-        ("document_ids_flag_not_bool", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False,
-                                        "return_document_ids": "yes"}, "TypeError", ("return_document_ids",)),
-        ("length_not_int", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False,
-                            "max_sequence_length": 8.0}, "TypeError", ("max_sequence_length",)),
-        ("length_below_1", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False,
-                            "max_sequence_length": 0}, "ValueError", ("max_sequence_length",)),
+        (
+            "metadata_flag_not_bool",
+            {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": 1},
+            "TypeError",
+            ("return_packed_sequence_metadata",),
+        ),
+        (
+            "document_ids_flag_not_bool",
+            {
+                "packed_mask_type": "block_causal",
+                "return_packed_sequence_metadata": False,
+                "return_document_ids": "yes",
+            },
+            "TypeError",
+            ("return_document_ids",),
+        ),
+        (
+            "length_not_int",
+            {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False, "max_sequence_length": 8.0},
+            "TypeError",
+            ("max_sequence_length",),
+        ),
+        (
+            "length_below_1",
+            {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False, "max_sequence_length": 0},
+            "ValueError",
+            ("max_sequence_length",),
+        ),
     ]
-    return [_validate(f"rejects_{n}", c, error=(k, w), clauses=("contract-validation", "contract-metadata-flag")
-                      if "flag" in n else ("contract-validation", "types-mask-type"))
-            for n, c, k, w in bad]
+    return [
+        _validate(
+            f"rejects_{n}",
+            c,
+            error=(k, w),
+            clauses=("contract-validation", "contract-metadata-flag")
+            if "flag" in n
+            else ("contract-validation", "types-mask-type"),
+        )
+        for n, c, k, w in bad
+    ]
 
 
 def case_minimal_contract_in_convert():
     return Case(
-        name="test_contract_minimal_in_convert_text_batch", clauses=("contract-once", "types-contract"),
+        name="test_contract_minimal_in_convert_text_batch",
+        clauses=("contract-once", "types-contract"),
         description="a plain object with only the two required attributes works in convert_text_batch",
-        function="convert_text_batch", inputs=rows(Row((4, 5, 6, 0), (0, 1, 0, 0), 1)),
-        options={"contract": {"minimal": True, "packed_mask_type": "document_ids",
-                              "return_packed_sequence_metadata": True}},
-        expected={"attention_mask": long([[1, 1, 2]]), "max_seqlen": 2})
+        function="convert_text_batch",
+        inputs=rows(Row((4, 5, 6, 0), (0, 1, 0, 0), 1)),
+        options={
+            "contract": {"minimal": True, "packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
+        },
+        expected={"attention_mask": long([[1, 1, 2]]), "max_seqlen": 2},
+    )
 
 
 def case_bool_length():
-    return _validate("rejects_length_bool", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False,
-                                             "max_sequence_length": True},
-                     error=("TypeError", ("max_sequence_length",)), clauses=("contract-validation",),
-                     description="max_sequence_length=True: a bool is not an int here")
+    return _validate(
+        "rejects_length_bool",
+        {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False, "max_sequence_length": True},
+        error=("TypeError", ("max_sequence_length",)),
+        clauses=("contract-validation",),
+        description="max_sequence_length=True: a bool is not an int here",
+    )

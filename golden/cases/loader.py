@@ -36,20 +36,35 @@ def _three_batches():
 
 
 def rows(row: Row) -> dict:
-    return {"tokens": long(list(row.tokens)), "positions": long(list(row.positions)),
-            "padding_length": row.padding_length}
+    return {
+        "tokens": long(list(row.tokens)),
+        "positions": long(list(row.positions)),
+        "padding_length": row.padding_length,
+    }
 
 
 def _batch(k: int, ignore_index: int = -100) -> dict:
     """The converted batch k of ``_three_batches`` (document_ids contract)."""
-    return {"input_ids": long([[10 + k, 11 + k, 12 + k]]), "labels": long([[11 + k, 12 + k, ignore_index]]),
-            "position_ids": long([[0, 1, 0]]), "document_ids": long([[1, 1, 2]]), "attention_mask": long([[1, 1, 2]])}
+    return {
+        "input_ids": long([[10 + k, 11 + k, 12 + k]]),
+        "labels": long([[11 + k, 12 + k, ignore_index]]),
+        "position_ids": long([[0, 1, 0]]),
+        "document_ids": long([[1, 1, 2]]),
+        "attention_mask": long([[1, 1, 2]]),
+    }
 
 
 def _loader(name, clauses, description, script, expected=None, error=None, **options):
-    return Case(name=f"test_loader_{name}", clauses=clauses, description=description, function="ZephonDataLoader",
-                inputs={"batches": _three_batches()}, options={"contract": DOC_IDS, **options, "script": script},
-                expected=expected, error=error)
+    return Case(
+        name=f"test_loader_{name}",
+        clauses=clauses,
+        description=description,
+        function="ZephonDataLoader",
+        inputs={"batches": _three_batches()},
+        options={"contract": DOC_IDS, **options, "script": script},
+        expected=expected,
+        error=error,
+    )
 
 
 def case_stream():
@@ -59,66 +74,122 @@ def case_stream():
         "construction never calls iter(pipeline); iter(loader) is the loader and never restarts; three next() "
         "give the converted batches in stream order; exhaustion closes the stream once and stays stopped",
         ["iter", "next", "iter", "next", "next", "next", "next"],
-        expected={"outcomes": [True, _batch(0, -1), True, _batch(1, -1), _batch(2, -1), "StopIteration",
-                               "StopIteration"],
-                  "iter_calls_at_construction": 0, "iter_calls": 1, "batches_taken": 3, "stream_closed": 1,
-                  "batches_converted": 3, "converted_in_stream_order": True},
+        expected={
+            "outcomes": [True, _batch(0, -1), True, _batch(1, -1), _batch(2, -1), "StopIteration", "StopIteration"],
+            "iter_calls_at_construction": 0,
+            "iter_calls": 1,
+            "batches_taken": 3,
+            "stream_closed": 1,
+            "batches_converted": 3,
+            "converted_in_stream_order": True,
+        },
         ignore_index=-1,
     )
 
 
 def case_close():
     return [
-        _loader("close_is_idempotent", ("loader-close", "loader-iter-self"),
-                "close() after one batch closes the stream once (twice is a no-op); later next() raises "
-                "StopIteration without restarting the stream",
-                ["next", "close", "close", "next", "iter", "next"],
-                expected={"outcomes": [_batch(0), None, None, "StopIteration", True, "StopIteration"],
-                          "iter_calls_at_construction": 0, "iter_calls": 1, "batches_taken": 1, "stream_closed": 1,
-                          "batches_converted": 1}),
-        _loader("close_before_start", ("loader-close", "loader-construct-lazy"),
-                "closing a loader that never started is allowed; next() then raises StopIteration",
-                ["close", "close", "next"],
-                expected={"outcomes": [None, None, "StopIteration"], "iter_calls_at_construction": 0,
-                          "batches_converted": 0}),
+        _loader(
+            "close_is_idempotent",
+            ("loader-close", "loader-iter-self"),
+            "close() after one batch closes the stream once (twice is a no-op); later next() raises "
+            "StopIteration without restarting the stream",
+            ["next", "close", "close", "next", "iter", "next"],
+            expected={
+                "outcomes": [_batch(0), None, None, "StopIteration", True, "StopIteration"],
+                "iter_calls_at_construction": 0,
+                "iter_calls": 1,
+                "batches_taken": 1,
+                "stream_closed": 1,
+                "batches_converted": 1,
+            },
+        ),
+        _loader(
+            "close_before_start",
+            ("loader-close", "loader-construct-lazy"),
+            "closing a loader that never started is allowed; next() then raises StopIteration",
+            ["close", "close", "next"],
+            expected={
+                "outcomes": [None, None, "StopIteration"],
+                "iter_calls_at_construction": 0,
+                "batches_converted": 0,
+            },
+        ),
     ]
 
 
 def case_failures():
     return [
-        _loader("pipeline_failure_closes", ("loader-failure-closes", "loader-next"),
-                "the pipeline raises on its second batch: the same exception propagates, the stream is closed, "
-                "and next() then raises StopIteration",
-                ["next", "next", "next"], fail_at=1,
-                expected={"outcomes": [_batch(0), {"raised": "RuntimeError", "same_exception": True}, "StopIteration"],
-                          "iter_calls": 1, "batches_taken": 1, "stream_closed": 1, "batches_converted": 1}),
-        _loader("convert_failure_closes", ("loader-failure-closes",),
-                "convert_batch raises on the first batch: the same exception propagates, the stream is closed, "
-                "and next() then raises StopIteration",
-                ["next", "next"], convert_fails_at=0,
-                expected={"outcomes": [{"raised": "ValueError", "same_exception": True}, "StopIteration"],
-                          "iter_calls": 1, "batches_taken": 1, "stream_closed": 1, "batches_converted": 1}),
+        _loader(
+            "pipeline_failure_closes",
+            ("loader-failure-closes", "loader-next"),
+            "the pipeline raises on its second batch: the same exception propagates, the stream is closed, "
+            "and next() then raises StopIteration",
+            ["next", "next", "next"],
+            fail_at=1,
+            expected={
+                "outcomes": [_batch(0), {"raised": "RuntimeError", "same_exception": True}, "StopIteration"],
+                "iter_calls": 1,
+                "batches_taken": 1,
+                "stream_closed": 1,
+                "batches_converted": 1,
+            },
+        ),
+        _loader(
+            "convert_failure_closes",
+            ("loader-failure-closes",),
+            "convert_batch raises on the first batch: the same exception propagates, the stream is closed, "
+            "and next() then raises StopIteration",
+            ["next", "next"],
+            convert_fails_at=0,
+            expected={
+                "outcomes": [{"raised": "ValueError", "same_exception": True}, "StopIteration"],
+                "iter_calls": 1,
+                "batches_taken": 1,
+                "stream_closed": 1,
+                "batches_converted": 1,
+            },
+        ),
     ]
 
 
 def case_construction_errors():
     bad = [
-        ("rejects_unknown_mask_type", {"contract": {"packed_mask_type": "flash_varlen",
-                                                    "return_packed_sequence_metadata": False}},
-         ("ValueError", ("packed_mask_type",)), "an unknown packed_mask_type is rejected at construction"),
-        ("rejects_metadata_flag_not_bool", {"contract": {"packed_mask_type": "block_causal",
-                                                         "return_packed_sequence_metadata": "yes"}},
-         ("TypeError", ("return_packed_sequence_metadata",)), "a non-bool metadata flag is rejected at construction"),
-        ("rejects_output_format", {"output_format": "bshd"},
-         ("ValueError", ("output_format", "batched", "thd", Value("bshd"))),
-         "an unknown output_format is rejected at construction"),
-        ("rejects_uncallable_convert_batch", {"convert": "not_callable"}, ("TypeError", ()),
-         "a convert_batch that is not callable is a TypeError at construction"),
-        ("rejects_positional_contract", {"contract_positional": True}, ("TypeError", ()),
-         "packing_contract is keyword-only: passing it positionally is a TypeError"),
+        (
+            "rejects_unknown_mask_type",
+            {"contract": {"packed_mask_type": "flash_varlen", "return_packed_sequence_metadata": False}},
+            ("ValueError", ("packed_mask_type",)),
+            "an unknown packed_mask_type is rejected at construction",
+        ),
+        (
+            "rejects_metadata_flag_not_bool",
+            {"contract": {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": "yes"}},
+            ("TypeError", ("return_packed_sequence_metadata",)),
+            "a non-bool metadata flag is rejected at construction",
+        ),
+        (
+            "rejects_output_format",
+            {"output_format": "bshd"},
+            ("ValueError", ("output_format", "batched", "thd", Value("bshd"))),
+            "an unknown output_format is rejected at construction",
+        ),
+        (
+            "rejects_uncallable_convert_batch",
+            {"convert": "not_callable"},
+            ("TypeError", ()),
+            "a convert_batch that is not callable is a TypeError at construction",
+        ),
+        (
+            "rejects_positional_contract",
+            {"contract_positional": True},
+            ("TypeError", ()),
+            "packing_contract is keyword-only: passing it positionally is a TypeError",
+        ),
     ]
-    return [_loader(name, ("loader-construct-validates",), description, ["next"], error=error, **options)
-            for name, options, error, description in bad]
+    return [
+        _loader(name, ("loader-construct-validates",), description, ["next"], error=error, **options)
+        for name, options, error, description in bad
+    ]
 
 
 def case_thd_stream():
@@ -137,13 +208,21 @@ def case_thd_stream():
             out.append(rows(packed_row(docs, padding=padding)))
         return out
 
-    return Case(name="test_loader_thd_stream", clauses=("loader-next", "loader-exhaustion", "ctb-output-route"),
-                description="THD output with mask_segment_starts through the loader (the contract's metadata request "
-                            "is ignored): two batches of two random packed rows of one length (1-3 documents, 0-3 "
-                            "pad tokens each), then StopIteration",
-                function="ZephonDataLoader", inputs={"batches": [batch(), batch()]},
-                options={"contract": {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True},
-                         "output_format": "thd", "mask_segment_starts": True, "script": ["next", "next", "next"]})
+    return Case(
+        name="test_loader_thd_stream",
+        clauses=("loader-next", "loader-exhaustion", "ctb-output-route"),
+        description="THD output with mask_segment_starts through the loader (the contract's metadata request "
+        "is ignored): two batches of two random packed rows of one length (1-3 documents, 0-3 "
+        "pad tokens each), then StopIteration",
+        function="ZephonDataLoader",
+        inputs={"batches": [batch(), batch()]},
+        options={
+            "contract": {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True},
+            "output_format": "thd",
+            "mask_segment_starts": True,
+            "script": ["next", "next", "next"],
+        },
+    )
 
 
 def _corpus_batches(picks: tuple[int, ...], seq_len: int, batch_size: int) -> list:
@@ -173,14 +252,26 @@ def _corpus_batches(picks: tuple[int, ...], seq_len: int, batch_size: int) -> li
 def case_real_data():
     return Case(
         name="test_loader_real_data_pipeline",
-        clauses=("real-data-pipeline", "loader-next", "loader-exhaustion", "tb-shapes", "tb-dtypes",
-                 "ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-metadata"),
+        clauses=(
+            "real-data-pipeline",
+            "loader-next",
+            "loader-exhaustion",
+            "tb-shapes",
+            "tb-dtypes",
+            "ctb-padding-labels",
+            "ctb-padding-mask",
+            "ctb-document-ids",
+            "batched-metadata",
+        ),
         description="real data: the rows of SampleBatches 0, 12 and 13 (the first one, then the first two whose rows "
-                    "hold several documents and padding) of the real Zephon pipeline over golden/corpus (Node.js API "
-                    "text, committed BPE, tokenize -> pack_flat(257, first_fit) -> batch(2), inline runner; "
-                    "conformance/_pipelines.py corpus_pipeline(seq_len=256, batch_size=2)) read through "
-                    "ZephonDataLoader with a document_ids contract that requests metadata",
-        function="ZephonDataLoader", inputs={"batches": _corpus_batches((0, 12, 13), 256, 2)},
-        options={"contract": {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True},
-                 "script": ["next", "next", "next", "next"]},
+        "hold several documents and padding) of the real Zephon pipeline over golden/corpus (Node.js API "
+        "text, committed BPE, tokenize -> pack_flat(257, first_fit) -> batch(2), inline runner; "
+        "conformance/_pipelines.py corpus_pipeline(seq_len=256, batch_size=2)) read through "
+        "ZephonDataLoader with a document_ids contract that requests metadata",
+        function="ZephonDataLoader",
+        inputs={"batches": _corpus_batches((0, 12, 13), 256, 2)},
+        options={
+            "contract": {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True},
+            "script": ["next", "next", "next", "next"],
+        },
     )

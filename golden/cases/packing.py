@@ -22,7 +22,10 @@ UNPAD = ("unpad-binary", "unpad-indexed", "unpad-outputs")
 
 def _meta(name, mask, indices, cu, max_seqlen, description, clauses=META):
     return Case(
-        name=f"test_meta_{name}", clauses=clauses, description=description, function="build_packed_sequence_metadata",
+        name=f"test_meta_{name}",
+        clauses=clauses,
+        description=description,
+        function="build_packed_sequence_metadata",
         inputs={"mask": mask},
         expected={"packed_token_indices": long(indices), "cu_seqlens": int32(cu), "max_seqlen": max_seqlen},
         keys=("packed_token_indices", "cu_seqlens", "max_seqlen"),
@@ -30,67 +33,145 @@ def _meta(name, mask, indices, cu, max_seqlen, description, clauses=META):
 
 
 def case_meta_example_f():
-    return _meta("example_f_ids", long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
-                 [[0, 1, 2, 3, 4, 5, 6, -1], [0, 1, 2, 3, 4, 5, 6, 7]], [[0, 3, 5, 7], [0, 5, 8, -1]], 5,
-                 "Example F: the metadata of Example A's ids")
+    return _meta(
+        "example_f_ids",
+        long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
+        [[0, 1, 2, 3, 4, 5, 6, -1], [0, 1, 2, 3, 4, 5, 6, 7]],
+        [[0, 3, 5, 7], [0, 5, 8, -1]],
+        5,
+        "Example F: the metadata of Example A's ids",
+    )
 
 
 def case_meta_example_g():
-    return _meta("example_g_joined_ids", long([[1, 1, 1, 1, 1, 1, 1, 0], [1] * 8]),
-                 [[0, 1, 2, 3, 4, 5, 6, -1], list(range(8))], [[0, 7], [0, 8]], 8,
-                 "Example G: joined (xdoc) ids give one sequence per row")
+    return _meta(
+        "example_g_joined_ids",
+        long([[1, 1, 1, 1, 1, 1, 1, 0], [1] * 8]),
+        [[0, 1, 2, 3, 4, 5, 6, -1], list(range(8))],
+        [[0, 7], [0, 8]],
+        8,
+        "Example G: joined (xdoc) ids give one sequence per row",
+    )
 
 
 def case_meta_example_k_empty_row():
-    return _meta("example_k_empty_row", long([[1, 2, 0], [0, 0, 0]]), [[0, 1, -1], [-1, -1, -1]],
-                 [[0, 1, 2], [0, -1, -1]], 1, "Example K: an all-zero row beside a real one holds 0 then -1",
-                 META + ("meta-errors",))
+    return _meta(
+        "example_k_empty_row",
+        long([[1, 2, 0], [0, 0, 0]]),
+        [[0, 1, -1], [-1, -1, -1]],
+        [[0, 1, 2], [0, -1, -1]],
+        1,
+        "Example K: an all-zero row beside a real one holds 0 then -1",
+        META + ("meta-errors",),
+    )
 
 
 def case_meta_example_k_interior_exclusion():
-    return _meta("example_k_interior_exclusion", long([[1, 0, 1, 2]]), [[0, -1, 2, 3]], [[0, 2, 3]], 2,
-                 "Example K: an interior zero does not split id 1's count")
+    return _meta(
+        "example_k_interior_exclusion",
+        long([[1, 0, 1, 2]]),
+        [[0, -1, 2, 3]],
+        [[0, 2, 3]],
+        2,
+        "Example K: an interior zero does not split id 1's count",
+    )
 
 
 def case_meta_gapped_ids():
-    return _meta("gapped_ids", long([[1, 1, 3, 3]]), [[0, 1, 2, 3]], [[0, 2, 4, -1]], 2,
-                 "gapped ids: width is the largest id + 1, trailing -1", META + ("unpad-precondition",))
+    return _meta(
+        "gapped_ids",
+        long([[1, 1, 3, 3]]),
+        [[0, 1, 2, 3]],
+        [[0, 2, 4, -1]],
+        2,
+        "gapped ids: width is the largest id + 1, trailing -1",
+        META + ("unpad-precondition",),
+    )
 
 
 def case_meta_bool_mask():
-    return _meta("bool_mask", bools([[True, True, False], [True, False, True]]), [[0, 1, -1], [0, -1, 2]],
-                 [[0, 2], [0, 2]], 2, "a bool mask is binary: one sequence per row", META + ("unpad-binary",))
+    return _meta(
+        "bool_mask",
+        bools([[True, True, False], [True, False, True]]),
+        [[0, 1, -1], [0, -1, 2]],
+        [[0, 2], [0, 2]],
+        2,
+        "a bool mask is binary: one sequence per row",
+        META + ("unpad-binary",),
+    )
 
 
 def case_meta_int32_ids():
-    return _meta("int32_ids", int32([[1, 2, 2]]), [[0, 1, 2]], [[0, 1, 3]], 2,
-                 "int32 ids give int64 indices and int32 cu_seqlens (F13)")
+    return _meta(
+        "int32_ids",
+        int32([[1, 2, 2]]),
+        [[0, 1, 2]],
+        [[0, 1, 3]],
+        2,
+        "int32 ids give int64 indices and int32 cu_seqlens (F13)",
+    )
 
 
 def case_meta_f11_one_empty_row():
-    return _meta("f11_one_empty_row", long([[1, 1, 1, 1], [0, 0, 0, 0]]), [[0, 1, 2, 3], [-1, -1, -1, -1]],
-                 [[0, 4], [0, -1]], 4, "F11: upstream tolerates one empty row", META + ("meta-errors",))
+    return _meta(
+        "f11_one_empty_row",
+        long([[1, 1, 1, 1], [0, 0, 0, 0]]),
+        [[0, 1, 2, 3], [-1, -1, -1, -1]],
+        [[0, 4], [0, -1]],
+        4,
+        "F11: upstream tolerates one empty row",
+        META + ("meta-errors",),
+    )
 
 
 def case_meta_f12_gapped_with_padding():
-    return _meta("f12_gapped_with_padding", long([[1, 1, 3, 3, 0]]), [[0, 1, 2, 3, -1]], [[0, 2, 4, -1]], 2,
-                 "F12: gapped ids leave trailing -1, not zero-length entries", META + ("unpad-precondition",))
+    return _meta(
+        "f12_gapped_with_padding",
+        long([[1, 1, 3, 3, 0]]),
+        [[0, 1, 2, 3, -1]],
+        [[0, 2, 4, -1]],
+        2,
+        "F12: gapped ids leave trailing -1, not zero-length entries",
+        META + ("unpad-precondition",),
+    )
 
 
 def case_meta_f13_dtypes():
     return [
-        _meta("f13_int32_mask", int32([[1, 1, 1, 2, 2]]), [[0, 1, 2, 3, 4]], [[0, 3, 5]], 3,
-              "F13: int32 mask, contract dtypes"),
-        _meta("f13_int64_mask", long([[1, 1, 1, 2, 2]]), [[0, 1, 2, 3, 4]], [[0, 3, 5]], 3,
-              "F13: int64 mask, contract dtypes"),
-        _meta("f13_bool_mask", bools([[True, True, True, True, False]]), [[0, 1, 2, 3, -1]], [[0, 4]], 4,
-              "F13: bool mask, contract dtypes", META + ("unpad-binary",)),
+        _meta(
+            "f13_int32_mask",
+            int32([[1, 1, 1, 2, 2]]),
+            [[0, 1, 2, 3, 4]],
+            [[0, 3, 5]],
+            3,
+            "F13: int32 mask, contract dtypes",
+        ),
+        _meta(
+            "f13_int64_mask",
+            long([[1, 1, 1, 2, 2]]),
+            [[0, 1, 2, 3, 4]],
+            [[0, 3, 5]],
+            3,
+            "F13: int64 mask, contract dtypes",
+        ),
+        _meta(
+            "f13_bool_mask",
+            bools([[True, True, True, True, False]]),
+            [[0, 1, 2, 3, -1]],
+            [[0, 4]],
+            4,
+            "F13: bool mask, contract dtypes",
+            META + ("unpad-binary",),
+        ),
     ]
 
 
 def _unpad(name, mask, indices, cu, max_seqlen, description):
     return Case(
-        name=f"test_unpad_{name}", clauses=UNPAD, description=description, function="get_unpad_data",
+        name=f"test_unpad_{name}",
+        clauses=UNPAD,
+        description=description,
+        function="get_unpad_data",
         inputs={"mask": mask},
         expected={"indices": long(indices), "cu_seqlens": int32(cu), "max_seqlen": max_seqlen},
     )
@@ -98,17 +179,46 @@ def _unpad(name, mask, indices, cu, max_seqlen, description):
 
 def case_unpad_canon():
     return [
-        _unpad("example_f_flat", long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
-               [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15], [0, 3, 5, 7, 12, 15], 5,
-               "Example F flattened: (row, id) order"),
-        _unpad("binary_int", long([[1, 1, 0], [0, 0, 0], [1, 0, 1]]), [0, 1, 6, 8], [0, 2, 4], 2,
-               "binary int mask: one sequence per non-empty row"),
-        _unpad("binary_bool", bools([[True, False, True, True]]), [0, 2, 3], [0, 3], 3,
-               "bool mask: interior False does not split"),
-        _unpad("id_order_not_stream_order", long([[2, 2, 1, 0]]), [0, 1, 2], [0, 1, 3], 2,
-               "indexed lengths are in id order, not stream order"),
-        _unpad("interior_exclusion_indexed", long([[1, 0, 1, 2]]), [0, 2, 3], [0, 2, 3], 2,
-               "indexed mask with an interior exclusion"),
+        _unpad(
+            "example_f_flat",
+            long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
+            [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15],
+            [0, 3, 5, 7, 12, 15],
+            5,
+            "Example F flattened: (row, id) order",
+        ),
+        _unpad(
+            "binary_int",
+            long([[1, 1, 0], [0, 0, 0], [1, 0, 1]]),
+            [0, 1, 6, 8],
+            [0, 2, 4],
+            2,
+            "binary int mask: one sequence per non-empty row",
+        ),
+        _unpad(
+            "binary_bool",
+            bools([[True, False, True, True]]),
+            [0, 2, 3],
+            [0, 3],
+            3,
+            "bool mask: interior False does not split",
+        ),
+        _unpad(
+            "id_order_not_stream_order",
+            long([[2, 2, 1, 0]]),
+            [0, 1, 2],
+            [0, 1, 3],
+            2,
+            "indexed lengths are in id order, not stream order",
+        ),
+        _unpad(
+            "interior_exclusion_indexed",
+            long([[1, 0, 1, 2]]),
+            [0, 2, 3],
+            [0, 2, 3],
+            2,
+            "indexed mask with an interior exclusion",
+        ),
     ]
 
 
@@ -124,17 +234,31 @@ BAD_MASKS = [
 
 
 def case_meta_errors():
-    return [Case(name=f"test_meta_rejects_{n}", clauses=("meta-errors",),
-                 description=f"upstream's ValueError for {what}, naming attention_mask",
-                 function="build_packed_sequence_metadata", inputs={"mask": mask}, error=("ValueError", facts))
-            for n, mask, what, facts in BAD_MASKS]
+    return [
+        Case(
+            name=f"test_meta_rejects_{n}",
+            clauses=("meta-errors",),
+            description=f"upstream's ValueError for {what}, naming attention_mask",
+            function="build_packed_sequence_metadata",
+            inputs={"mask": mask},
+            error=("ValueError", facts),
+        )
+        for n, mask, what, facts in BAD_MASKS
+    ]
 
 
 def case_unpad_errors():
-    return [Case(name=f"test_unpad_rejects_{n}", clauses=("unpad-errors",),
-                 description=f"upstream's ValueError for {what}, naming attention_mask",
-                 function="get_unpad_data", inputs={"mask": mask}, error=("ValueError", facts))
-            for n, mask, what, facts in BAD_MASKS]
+    return [
+        Case(
+            name=f"test_unpad_rejects_{n}",
+            clauses=("unpad-errors",),
+            description=f"upstream's ValueError for {what}, naming attention_mask",
+            function="get_unpad_data",
+            inputs={"mask": mask},
+            error=("ValueError", facts),
+        )
+        for n, mask, what, facts in BAD_MASKS
+    ]
 
 
 def _random_ids(rng: random.Random, rows: int, width: int) -> torch.Tensor:
@@ -157,9 +281,15 @@ def case_meta_generated():
         rows, width = rng.choice([(1, 1), (1, 5), (2, 3), (3, 8), (4, 2), (2, 12)]), None
         rows, width = rows
         mask = _random_ids(rng, rows, width)
-        cases.append(Case(name=f"test_meta_generated_{i:02d}", clauses=META,
-                          description=f"seeded random ids [{rows}, {width}]",
-                          function="build_packed_sequence_metadata", inputs={"mask": mask}))
+        cases.append(
+            Case(
+                name=f"test_meta_generated_{i:02d}",
+                clauses=META,
+                description=f"seeded random ids [{rows}, {width}]",
+                function="build_packed_sequence_metadata",
+                inputs={"mask": mask},
+            )
+        )
     return cases
 
 
@@ -171,7 +301,13 @@ def case_unpad_generated():
         mask = _random_ids(rng, rows, width)
         if i % 3 == 0:
             mask = mask > 0
-        cases.append(Case(name=f"test_unpad_generated_{i:02d}", clauses=UNPAD,
-                          description=f"seeded random {'bool' if i % 3 == 0 else 'id'} mask [{rows}, {width}]",
-                          function="get_unpad_data", inputs={"mask": mask}))
+        cases.append(
+            Case(
+                name=f"test_unpad_generated_{i:02d}",
+                clauses=UNPAD,
+                description=f"seeded random {'bool' if i % 3 == 0 else 'id'} mask [{rows}, {width}]",
+                function="get_unpad_data",
+                inputs={"mask": mask},
+            )
+        )
     return cases

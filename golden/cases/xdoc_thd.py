@@ -21,11 +21,25 @@ POS = long([[0, 1, 2, 0, 1, 0, 1, 0], [0, 1, 2, 3, 4, 0, 1, 2]])
 PAD = bools([[F] * 7 + [T], [F] * 8])
 
 
-def _xdoc(name, batch, expected=None, error=None, clauses=("xdoc-positions", "xdoc-attention-ids", "xdoc-untouched"),
-          contract=None, description=""):
-    return Case(name=f"test_xdoc_{name}", clauses=clauses, description=description or name.replace("_", " "),
-                function="enable_xdoc_attention", inputs={"batch": batch},
-                options={} if contract is None else {"contract": contract}, expected=expected, error=error)
+def _xdoc(
+    name,
+    batch,
+    expected=None,
+    error=None,
+    clauses=("xdoc-positions", "xdoc-attention-ids", "xdoc-untouched"),
+    contract=None,
+    description="",
+):
+    return Case(
+        name=f"test_xdoc_{name}",
+        clauses=clauses,
+        description=description or name.replace("_", " "),
+        function="enable_xdoc_attention",
+        inputs={"batch": batch},
+        options={} if contract is None else {"contract": contract},
+        expected=expected,
+        error=error,
+    )
 
 
 def case_adapt():
@@ -35,60 +49,124 @@ def case_adapt():
         ("missing_document_ids", {"batch": {"position_ids": POS}}, "ValueError", ("document_ids",)),
         ("int32_document_ids", {"batch": {"document_ids": IDS.to(torch.int32)}}, "TypeError", ("document_ids",)),
         ("1d_document_ids", {"batch": {"document_ids": IDS[0]}}, "ValueError", ("document_ids",)),
-        ("eligibility_not_bool", {"batch": base, "attention_eligibility": IDS}, "TypeError", ("attention_eligibility",)),
-        ("eligibility_shape", {"batch": base, "attention_eligibility": bools([[T] * 8])}, "ValueError",
-         ("attention_eligibility", Shape(2, 8), Shape(1, 8))),
+        (
+            "eligibility_not_bool",
+            {"batch": base, "attention_eligibility": IDS},
+            "TypeError",
+            ("attention_eligibility",),
+        ),
+        (
+            "eligibility_shape",
+            {"batch": base, "attention_eligibility": bools([[T] * 8])},
+            "ValueError",
+            ("attention_eligibility", Shape(2, 8), Shape(1, 8)),
+        ),
     ]
     return [
-        Case(name="test_adapt_without_eligibility", clauses=("adapt-attention-ids", "adapt-no-mutation"),
-             description="no eligibility: attention_document_ids equal document_ids", function="adapt_model_inputs",
-             inputs={"batch": base}, expected={**base, "attention_document_ids": IDS},
-             keys=("document_ids", "position_ids", "attention_document_ids")),
-        Case(name="test_adapt_with_eligibility", clauses=("adapt-attention-ids", "adapt-no-mutation"),
-             description="an ineligible token gets id 0; no id is renumbered", function="adapt_model_inputs",
-             inputs={"batch": base, "attention_eligibility": elig},
-             expected={"attention_document_ids": long([[1, 1, 0, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
-                       "document_ids": IDS}),
-    ] + [Case(name=f"test_adapt_rejects_{n}", clauses=("adapt-errors",), description=f"adapt_model_inputs: {n}",
-              function="adapt_model_inputs", inputs=i, error=(k, w)) for n, i, k, w in bad]
+        Case(
+            name="test_adapt_without_eligibility",
+            clauses=("adapt-attention-ids", "adapt-no-mutation"),
+            description="no eligibility: attention_document_ids equal document_ids",
+            function="adapt_model_inputs",
+            inputs={"batch": base},
+            expected={**base, "attention_document_ids": IDS},
+            keys=("document_ids", "position_ids", "attention_document_ids"),
+        ),
+        Case(
+            name="test_adapt_with_eligibility",
+            clauses=("adapt-attention-ids", "adapt-no-mutation"),
+            description="an ineligible token gets id 0; no id is renumbered",
+            function="adapt_model_inputs",
+            inputs={"batch": base, "attention_eligibility": elig},
+            expected={
+                "attention_document_ids": long([[1, 1, 0, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]),
+                "document_ids": IDS,
+            },
+        ),
+    ] + [
+        Case(
+            name=f"test_adapt_rejects_{n}",
+            clauses=("adapt-errors",),
+            description=f"adapt_model_inputs: {n}",
+            function="adapt_model_inputs",
+            inputs=i,
+            error=(k, w),
+        )
+        for n, i, k, w in bad
+    ]
 
 
 def case_xdoc_text():
     batch = {"document_ids": IDS, "attention_document_ids": IDS, "position_ids": POS, "padding_mask": PAD}
     joined = long([[1, 1, 1, 1, 1, 1, 1, 0], [1] * 8])
-    expected = {"position_ids": long([[0, 1, 2, 3, 4, 5, 6, 0], [0, 1, 2, 3, 4, 5, 6, 7]]),
-                "attention_document_ids": joined, "document_ids": IDS, "padding_mask": PAD}
+    expected = {
+        "position_ids": long([[0, 1, 2, 3, 4, 5, 6, 0], [0, 1, 2, 3, 4, 5, 6, 7]]),
+        "attention_document_ids": joined,
+        "document_ids": IDS,
+        "padding_mask": PAD,
+    }
     excluded = long([[1, 1, 0, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]])
     return [
         _xdoc("example_c_text", batch, expected, description="Example C on the mapping: continuous positions"),
-        _xdoc("document_ids_contract", batch, expected, clauses=("xdoc-contract",),
-              contract={"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True},
-              description="both mask types give the same output"),
-        _xdoc("bound_not_reached", batch, expected, clauses=("xdoc-contract",), contract={"max_sequence_length": 8},
-              description="max_sequence_length 8: largest translated position 7 is allowed"),
-        _xdoc("bound_reached", batch, error=("ValueError", (7, "max_sequence_length")), clauses=("xdoc-contract",),
-              contract={"max_sequence_length": 7},
-              description="max_sequence_length 7: position 7 (the only one >= 7) raises, naming both values (7, 7)"),
-        _xdoc("exclusion_stays_excluded", {**batch, "attention_document_ids": excluded},
-              {"attention_document_ids": long([[1, 1, 0, 1, 1, 1, 1, 0], [1] * 8]),
-               "position_ids": expected["position_ids"]},
-              description="a processor exclusion (id 0) stays 0; positions follow document_ids"),
+        _xdoc(
+            "document_ids_contract",
+            batch,
+            expected,
+            clauses=("xdoc-contract",),
+            contract={"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True},
+            description="both mask types give the same output",
+        ),
+        _xdoc(
+            "bound_not_reached",
+            batch,
+            expected,
+            clauses=("xdoc-contract",),
+            contract={"max_sequence_length": 8},
+            description="max_sequence_length 8: largest translated position 7 is allowed",
+        ),
+        _xdoc(
+            "bound_reached",
+            batch,
+            error=("ValueError", (7, "max_sequence_length")),
+            clauses=("xdoc-contract",),
+            contract={"max_sequence_length": 7},
+            description="max_sequence_length 7: position 7 (the only one >= 7) raises, naming both values (7, 7)",
+        ),
+        _xdoc(
+            "exclusion_stays_excluded",
+            {**batch, "attention_document_ids": excluded},
+            {
+                "attention_document_ids": long([[1, 1, 0, 1, 1, 1, 1, 0], [1] * 8]),
+                "position_ids": expected["position_ids"],
+            },
+            description="a processor exclusion (id 0) stays 0; positions follow document_ids",
+        ),
     ]
 
 
 def case_xdoc_mrope():
     pos = long([[[0, 1, 2, 0, 1, 0]], [[0, 3, 5, 0, 2, 0]], [[0, 0, 0, 0, 4, 0]]])
     ids = long([[1, 1, 1, 2, 2, 0]])
-    return _xdoc("mrope_offset_over_all_axes", {"document_ids": ids, "attention_document_ids": ids, "position_ids": pos},
-                 {"position_ids": long([[[0, 1, 2, 6, 7, 0]], [[0, 3, 5, 6, 8, 0]], [[0, 0, 0, 6, 10, 0]]]),
-                  "attention_document_ids": long([[1, 1, 1, 1, 1, 0]])},
-                 description="A16: subdocument 2's offset is 1 + the largest coordinate of 1 over all axes (5)")
+    return _xdoc(
+        "mrope_offset_over_all_axes",
+        {"document_ids": ids, "attention_document_ids": ids, "position_ids": pos},
+        {
+            "position_ids": long([[[0, 1, 2, 6, 7, 0]], [[0, 3, 5, 6, 8, 0]], [[0, 0, 0, 6, 10, 0]]]),
+            "attention_document_ids": long([[1, 1, 1, 1, 1, 0]]),
+        },
+        description="A16: subdocument 2's offset is 1 + the largest coordinate of 1 over all axes (5)",
+    )
 
 
 def case_xdoc_errors():
     ok = {"document_ids": IDS, "attention_document_ids": IDS, "position_ids": POS}
     bad = [
-        ("missing_attention_ids", {"document_ids": IDS, "position_ids": POS}, "ValueError", ("attention_document_ids",)),
+        (
+            "missing_attention_ids",
+            {"document_ids": IDS, "position_ids": POS},
+            "ValueError",
+            ("attention_document_ids",),
+        ),
         ("missing_position_ids", {"document_ids": IDS, "attention_document_ids": IDS}, "ValueError", ("position_ids",)),
         ("int32_positions", {**ok, "position_ids": POS.to(torch.int32)}, "TypeError", ("position_ids",)),
         ("ids_shape_mismatch", {**ok, "attention_document_ids": IDS[:1]}, "ValueError", ("attention_document_ids",)),
@@ -107,22 +185,51 @@ def case_output_formats():
         ("second_row", [[1, 1, 1, 1], [1, 2, 0, 2]], 1),
     ]
     return [
-        Case(name="test_output_batched_unchanged", clauses=("batched-unchanged",),
-             description='"batched" returns the mapping unchanged', function="convert_batch_output", inputs={"batch": ids},
-             options={"output_format": "batched"}, expected=ids, keys=("document_ids", "attention_document_ids")),
-        Case(name="test_output_thd_example_d", clauses=("thd-lengths", "thd-qkv-format"),
-             description="Example D's lengths from the selected ids", function="convert_batch_output",
-             inputs={"batch": ids}, options={"output_format": "thd"},
-             expected={"seq_lens": long([[3, 2, 2], [5, 3, -1000]]), "seq_lens_padded": long([[3, 2, 3], [5, 3, -1000]]),
-                       "qkv_format": "thd"}, keys=("document_ids", "attention_document_ids", "seq_lens",
-                                                  "seq_lens_padded", "qkv_format")),
-        Case(name="test_output_unknown_format", clauses=("types-output-format", "thd-errors"),
-             description="an unknown format raises ValueError", function="convert_batch_output", inputs={"batch": ids},
-             options={"output_format": "bshd"},
-             error=("ValueError", ("output_format", "batched", "thd", Value("bshd")))),
-    ] + [Case(name=f"test_output_thd_rejects_{n}", clauses=("thd-errors",), description=f"THD: {n}",
-              function="convert_batch_output", inputs={"batch": {"document_ids": long(i), "attention_document_ids": long(i)}},
-              options={"output_format": "thd"}, error=("ValueError", (r,))) for n, i, r in bad]
+        Case(
+            name="test_output_batched_unchanged",
+            clauses=("batched-unchanged",),
+            description='"batched" returns the mapping unchanged',
+            function="convert_batch_output",
+            inputs={"batch": ids},
+            options={"output_format": "batched"},
+            expected=ids,
+            keys=("document_ids", "attention_document_ids"),
+        ),
+        Case(
+            name="test_output_thd_example_d",
+            clauses=("thd-lengths", "thd-qkv-format"),
+            description="Example D's lengths from the selected ids",
+            function="convert_batch_output",
+            inputs={"batch": ids},
+            options={"output_format": "thd"},
+            expected={
+                "seq_lens": long([[3, 2, 2], [5, 3, -1000]]),
+                "seq_lens_padded": long([[3, 2, 3], [5, 3, -1000]]),
+                "qkv_format": "thd",
+            },
+            keys=("document_ids", "attention_document_ids", "seq_lens", "seq_lens_padded", "qkv_format"),
+        ),
+        Case(
+            name="test_output_unknown_format",
+            clauses=("types-output-format", "thd-errors"),
+            description="an unknown format raises ValueError",
+            function="convert_batch_output",
+            inputs={"batch": ids},
+            options={"output_format": "bshd"},
+            error=("ValueError", ("output_format", "batched", "thd", Value("bshd"))),
+        ),
+    ] + [
+        Case(
+            name=f"test_output_thd_rejects_{n}",
+            clauses=("thd-errors",),
+            description=f"THD: {n}",
+            function="convert_batch_output",
+            inputs={"batch": {"document_ids": long(i), "attention_document_ids": long(i)}},
+            options={"output_format": "thd"},
+            error=("ValueError", (r,)),
+        )
+        for n, i, r in bad
+    ]
 
 
 def _random_row_ids(rng: random.Random, width: int) -> list[int]:
@@ -152,31 +259,52 @@ def case_generated_mrope_and_thd():
         ids = [_random_row_ids(rng, width) for _ in range(batch_size)]
         pos = [_positions(r) for r in ids]
         positions = long(pos) if axes == 1 else long([[[p * (a + 1) for p in row] for row in pos] for a in range(3)])
-        cases.append(_xdoc(f"generated_{i:02d}", {"document_ids": long(ids), "attention_document_ids": long(ids),
-                                                  "position_ids": positions},
-                           description=f"seeded random {'mRoPE [3, B, S]' if axes == 3 else 'text'} positions, "
-                                       f"B={batch_size}, S={width}"))
+        cases.append(
+            _xdoc(
+                f"generated_{i:02d}",
+                {"document_ids": long(ids), "attention_document_ids": long(ids), "position_ids": positions},
+                description=f"seeded random {'mRoPE [3, B, S]' if axes == 3 else 'text'} positions, "
+                f"B={batch_size}, S={width}",
+            )
+        )
     for i in range(8):
         batch_size, width = rng.choice([(1, 1), (1, 7), (2, 5), (4, 3)])
         ids = long([_random_row_ids(rng, width) for _ in range(batch_size)])
-        cases.append(Case(name=f"test_output_thd_generated_{i:02d}", clauses=("thd-lengths", "thd-qkv-format"),
-                          description=f"seeded random selected ids B={batch_size}, S={width}",
-                          function="convert_batch_output", inputs={"batch": {"document_ids": ids,
-                                                                             "attention_document_ids": ids}},
-                          options={"output_format": "thd"}))
+        cases.append(
+            Case(
+                name=f"test_output_thd_generated_{i:02d}",
+                clauses=("thd-lengths", "thd-qkv-format"),
+                description=f"seeded random selected ids B={batch_size}, S={width}",
+                function="convert_batch_output",
+                inputs={"batch": {"document_ids": ids, "attention_document_ids": ids}},
+                options={"output_format": "thd"},
+            )
+        )
     return cases
 
 
 def case_xdoc_bound_translated_only():
     # Subdocument 1 at [0, 1], subdocument 2 at [0, 6] (a jump), a pad slot at 9: translated [0, 1, 2, 8, 9].
-    batch = {"position_ids": long([[0, 1, 0, 6, 9]]), "document_ids": long([[1, 1, 2, 2, 0]]),
-             "attention_document_ids": long([[1, 1, 2, 2, 0]])}
+    batch = {
+        "position_ids": long([[0, 1, 0, 6, 9]]),
+        "document_ids": long([[1, 1, 2, 2, 0]]),
+        "attention_document_ids": long([[1, 1, 2, 2, 0]]),
+    }
     return [
-        _xdoc("bound_skips_padding", batch, {"position_ids": long([[0, 1, 2, 8, 9]]),
-                                             "attention_document_ids": long([[1, 1, 1, 1, 0]])},
-              clauses=("xdoc-contract", "xdoc-positions"), contract={"max_sequence_length": 9},
-              description="max_sequence_length 9: the pad slot's position 9 (document id 0) is not bounded"),
-        _xdoc("bound_names_the_translated_position", batch, error=("ValueError", ("max_sequence_length", 5, 8)),
-              clauses=("xdoc-contract",), contract={"max_sequence_length": 5},
-              description="max_sequence_length 5: the one translated position past it (8) raises, naming both"),
+        _xdoc(
+            "bound_skips_padding",
+            batch,
+            {"position_ids": long([[0, 1, 2, 8, 9]]), "attention_document_ids": long([[1, 1, 1, 1, 0]])},
+            clauses=("xdoc-contract", "xdoc-positions"),
+            contract={"max_sequence_length": 9},
+            description="max_sequence_length 9: the pad slot's position 9 (document id 0) is not bounded",
+        ),
+        _xdoc(
+            "bound_names_the_translated_position",
+            batch,
+            error=("ValueError", ("max_sequence_length", 5, 8)),
+            clauses=("xdoc-contract",),
+            contract={"max_sequence_length": 5},
+            description="max_sequence_length 5: the one translated position past it (8) raises, naming both",
+        ),
     ]

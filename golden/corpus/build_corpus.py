@@ -166,10 +166,19 @@ def write_shards(shards: list[list[str]], out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: build, write and print counts."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("source", nargs="?", type=Path, default=DEFAULT_SOURCE,
-                    help=f"directory holding the *.md files (default {DEFAULT_SOURCE})")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                    help="output directory for part-*.jsonl (default: nodejs-api/ next to this script)")
+    ap.add_argument(
+        "source",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_SOURCE,
+        help=f"directory holding the *.md files (default {DEFAULT_SOURCE})",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="output directory for part-*.jsonl (default: nodejs-api/ next to this script)",
+    )
     args = ap.parse_args(argv)
 
     docs = build_documents(args.source)

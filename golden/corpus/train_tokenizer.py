@@ -89,8 +89,10 @@ def main(argv: list[str] | None = None) -> int:
 
     tok.save(str(args.out), pretty=True)
     n_tokens = sum(len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False))
-    print(f"tokenizers {tokenizers.__version__}: vocab {vocab}, {len(texts)} documents, "
-          f"{n_tokens} tokens (no specials), wrote {args.out}")
+    print(
+        f"tokenizers {tokenizers.__version__}: vocab {vocab}, {len(texts)} documents, "
+        f"{n_tokens} tokens (no specials), wrote {args.out}"
+    )
     return 0
 
 

@@ -98,8 +98,13 @@ def _plain(value: Any) -> Any:
 
 def _tokenizer(op: Any) -> dict | None:
     if op.tokenizer_id is not None:  # loaded by Zephon later: identified by the id it was given
-        return {"name_or_path": op.tokenizer_id, "vocab_size": None, "bos_token_id": None, "eos_token_id": None,
-                "pad_token_id": None}
+        return {
+            "name_or_path": op.tokenizer_id,
+            "vocab_size": None,
+            "bos_token_id": None,
+            "eos_token_id": None,
+            "pad_token_id": None,
+        }
     if op.tok is None:
         return None
     return {key: _plain(getattr(op.tok, key, None)) for key in _TOKENIZER_IDENTITY}
@@ -111,12 +116,23 @@ def _stage(node: Any) -> dict:
         return {"op": "stateful_transform"}
     method = _METHOD_OF_NODE.get(node.name, "add_op")
     if method == "tokenize":
-        return {"op": "tokenize", "field": op.field, "max_length": op.max_length, "special_tokens": op.special_tokens,
-                "split_long_samples": op.split_long_samples, "add_attention_mask": op.add_attention_mask,
-                "tokenizer": _tokenizer(op)}
+        return {
+            "op": "tokenize",
+            "field": op.field,
+            "max_length": op.max_length,
+            "special_tokens": op.special_tokens,
+            "split_long_samples": op.split_long_samples,
+            "add_attention_mask": op.add_attention_mask,
+            "tokenizer": _tokenizer(op),
+        }
     if method in ("pack_flat", "pack_sequences"):
-        return {"op": method, "max_length": op.max_length, "algorithm": op.algorithm, "num_bins": op.num_bins,
-                "pad_token_id": op.pad_token_id}
+        return {
+            "op": method,
+            "max_length": op.max_length,
+            "algorithm": op.algorithm,
+            "num_bins": op.num_bins,
+            "pad_token_id": op.pad_token_id,
+        }
     if method == "batch":
         return {"op": "batch", "batch_size": op.microbatch_size, "drop_last": op.drop_last}
     return {"op": method}
@@ -125,8 +141,11 @@ def _stage(node: Any) -> dict:
 def describe(pipeline: Any) -> dict:
     """``{"batchspec_fingerprint": 1, "stages": [...]}``: every node but the work source's
     ``fetch``, ``prefetch`` and the ``<name>_replay_filter`` nodes Zephon's planner adds."""
-    nodes = [node for node in pipeline._graph.nodes
-             if node.name not in ("fetch", "prefetch") and not node.name.endswith("_replay_filter")]
+    nodes = [
+        node
+        for node in pipeline._graph.nodes
+        if node.name not in ("fetch", "prefetch") and not node.name.endswith("_replay_filter")
+    ]
     return {"batchspec_fingerprint": 1, "stages": [_stage(node) for node in nodes]}
 
 

@@ -8,5 +8,8 @@ import reference
 # The module itself is a backend too (``--backend=partial_backend``); it targets the same SPEC.
 BATCHSPEC_SPEC_VERSION = reference.BATCHSPEC_SPEC_VERSION
 
-BACKEND = SimpleNamespace(get_unpad_data=reference.get_unpad_data, __version__="partial-0",
-                          BATCHSPEC_SPEC_VERSION=reference.BATCHSPEC_SPEC_VERSION)
+BACKEND = SimpleNamespace(
+    get_unpad_data=reference.get_unpad_data,
+    __version__="partial-0",
+    BATCHSPEC_SPEC_VERSION=reference.BATCHSPEC_SPEC_VERSION,
+)

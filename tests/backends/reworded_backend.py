@@ -43,8 +43,15 @@ BATCHSPEC_SPEC_VERSION = "1.0"
 _REFERENCE_DIR = Path(_reference.__file__).resolve().parent
 _SPEC = Path(__file__).resolve().parents[2] / "SPEC.md"
 # The [state-load-validates-first] check names: a clause pins them, so they are facts.
-CHECK_NAMES = ("truncated", "bad magic", "unsupported version", "checksum mismatch", "malformed body",
-               "fingerprint mismatch", "canonical_replicas changed")
+CHECK_NAMES = (
+    "truncated",
+    "bad magic",
+    "unsupported version",
+    "checksum mismatch",
+    "malformed body",
+    "fingerprint mismatch",
+    "canonical_replicas changed",
+)
 UNTOUCHED = (StopIteration, StopAsyncIteration, KeyError, IndexError)
 MARK = "_batchspec_reworded"
 
@@ -68,15 +75,17 @@ SPEC_NAMES = _spec_names()
 
 _QUOTED = r"b?'(?:[^'\\]|\\.)*'|b?\"(?:[^\"\\]|\\.)*\""
 _TOKEN = re.compile(
-    "|".join([
-        "(?P<check>" + "|".join(re.escape(c) for c in CHECK_NAMES) + ")",
-        f"(?P<quoted>{_QUOTED})",
-        r"(?P<open>[\[({])",
-        r"(?P<hex>(?<![0-9A-Za-z_])[0-9a-f]{64}(?![0-9A-Za-z_]))",
-        r"(?P<dtype>(?<![A-Za-z0-9_.])torch\.[a-z][a-z0-9_]*)",
-        r"(?P<number>(?<![A-Za-z0-9_.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![A-Za-z0-9_]))",
-        r"(?P<name>(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)",
-    ])
+    "|".join(
+        [
+            "(?P<check>" + "|".join(re.escape(c) for c in CHECK_NAMES) + ")",
+            f"(?P<quoted>{_QUOTED})",
+            r"(?P<open>[\[({])",
+            r"(?P<hex>(?<![0-9A-Za-z_])[0-9a-f]{64}(?![0-9A-Za-z_]))",
+            r"(?P<dtype>(?<![A-Za-z0-9_.])torch\.[a-z][a-z0-9_]*)",
+            r"(?P<number>(?<![A-Za-z0-9_.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![A-Za-z0-9_]))",
+            r"(?P<name>(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)",
+        ]
+    )
 )
 _CLOSING = {"[": "]", "(": ")", "{": "}"}
 _DATA = re.compile(r"^[\s\d,.:\-+\[\](){}e]*$")  # what is left of bracketed data once strings are removed
@@ -119,7 +128,7 @@ def facts(message: str) -> list[str]:
                 if end == -1:  # an unbalanced bracket: look inside it
                     position = match.end()
                     continue
-                group = text[match.start():end]
+                group = text[match.start() : end]
                 if _DATA.match(re.sub(_QUOTED, "", group)):
                     found.append(group)  # data: a shape, a list of lengths or names
                 else:
@@ -160,8 +169,12 @@ def _raised_in_reference(error: BaseException) -> bool:
 
 def _reworded(error: BaseException) -> BaseException | None:
     """The replacement of ``error``, or ``None`` to let it through unchanged."""
-    if (not isinstance(error, Exception) or isinstance(error, UNTOUCHED) or getattr(error, MARK, False)
-            or not _raised_in_reference(error)):
+    if (
+        not isinstance(error, Exception)
+        or isinstance(error, UNTOUCHED)
+        or getattr(error, MARK, False)
+        or not _raised_in_reference(error)
+    ):
         return None
     try:
         new = type(error)(reword(str(error), type(error)))
@@ -199,7 +212,8 @@ def _wrapped_class(cls: type, methods: tuple[str, ...]) -> type:
 
 
 ZephonDataLoader = _wrapped_class(
-    _reference.ZephonDataLoader, ("__init__", "__iter__", "__next__", "state_dict", "load_state_dict", "close"))
+    _reference.ZephonDataLoader, ("__init__", "__iter__", "__next__", "state_dict", "load_state_dict", "close")
+)
 Datum = _wrapped_class(_reference.Datum, ("__init__", "to_features"))
 
 _CLASSES = {"ZephonDataLoader": ZephonDataLoader, "Datum": Datum}
