@@ -3,7 +3,7 @@
 Every message has one shape: ``<what>: <actual>, but should be <expected> [<clause>: <call>]``.
 A whole-tensor comparison runs first; only when it fails are the first mismatching indices
 listed, with a summary (shape, dtype) of both tensors. Integer tensors must match exactly,
-dtype included.
+dtype included. ``assert_equal`` compares whole nested outputs (the golden cases') the same way.
 
 An expected error is checked by type (subclasses allowed) and by the facts its message must
 name (``names``): SPEC 1.0 makes no error sentence normative.
@@ -23,6 +23,7 @@ __all__ = [
     "Shape",
     "Value",
     "assert_batch_equal",
+    "assert_equal",
     "assert_keys",
     "assert_raises",
     "assert_tensor_equal",
@@ -80,15 +81,62 @@ def assert_batch_equal(
     """Every key of ``expected`` (or only ``keys``) is present in ``actual`` and equal to it,
     tensors exactly (dtype included), other values with ``==`` and the same type."""
     __tracebackhide__ = True
-    where = f"[{clause}: {call}]" if call else f"[{clause}]"
+    where = _where(clause, call)
     for key in expected if keys is None else keys:
         if key not in actual:
             raise AssertionError(f"key {key!r} is missing, but should be present; keys: {sorted(actual)} {where}")
-        value, want = actual[key], expected[key]
-        if isinstance(want, torch.Tensor):
-            assert_tensor_equal(key, value, want, clause=clause, call=call)
-        elif type(value) is not type(want) or value != want:
-            raise AssertionError(f"{key}={summary(value)}, but should be {summary(want)} {where}")
+        _assert_leaf_equal(key, actual[key], expected[key], clause=clause, call=call)
+
+
+def assert_equal(actual: Any, expected: Any, *, clause: str, call: str = "", path: str = "") -> None:
+    """A nested value (mappings, lists, tensors, JSON scalars; a mapping may list only some of
+    ``actual``'s keys) equals ``actual``: every key of an ``expected`` mapping is present and
+    equal, a list has the same length (a tuple matches it) and equal items, tensors exactly
+    (dtype included), other values with ``==`` and the same type. ``path`` names the value in
+    messages (``output`` when empty)."""
+    __tracebackhide__ = True
+    name = path or "output"
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            shown = repr(expected) if not _has_tensor(expected) and len(repr(expected)) <= 300 else "a mapping"
+            raise AssertionError(f"{name}: {summary(actual)}, but should be {shown} {_where(clause, call)}")
+        for key, want in expected.items():
+            if key not in actual:
+                raise AssertionError(
+                    f"key {key!r} is missing, but should be present; keys: {list(actual)} {_where(clause, call)}"
+                )
+            assert_equal(actual[key], want, clause=clause, call=call, path=f"{path}.{key}" if path else key)
+    elif isinstance(expected, list):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            raise AssertionError(f"{name}={summary(actual)}, but should be {expected!r} {_where(clause, call)}")
+        for i, (a, w) in enumerate(zip(actual, expected)):
+            assert_equal(a, w, clause=clause, call=call, path=f"{name}[{i}]")
+    else:
+        _assert_leaf_equal(name, actual, expected, clause=clause, call=call)
+
+
+def _where(clause: str, call: str) -> str:
+    return f"[{clause}: {call}]" if call else f"[{clause}]"
+
+
+def _assert_leaf_equal(name: str, actual: Any, expected: Any, *, clause: str, call: str) -> None:
+    """A tensor exactly (``assert_tensor_equal``), anything else with ``==`` and the same type."""
+    __tracebackhide__ = True
+    if isinstance(expected, torch.Tensor):
+        assert_tensor_equal(name, actual, expected, clause=clause, call=call)
+    elif type(actual) is not type(expected) or actual != expected:
+        raise AssertionError(f"{name}={summary(actual)}, but should be {summary(expected)} {_where(clause, call)}")
+
+
+def _has_tensor(value: Any) -> bool:
+    """Whether a tensor lies anywhere inside ``value`` (mappings, lists, tuples, objects' attributes)."""
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_tensor(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_tensor(v) for v in value)
+    return hasattr(value, "__dict__") and any(_has_tensor(v) for v in vars(value).values())
 
 
 @dataclass(frozen=True)
@@ -195,9 +243,11 @@ def assert_raises(
     raise AssertionError(f"nothing was raised, but should raise {error_type.__name__} [{clause}: {call}]")
 
 
-def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: str) -> None:
+def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: str, ordered: bool = True) -> None:
     """``assert_keys(out, keys, ...)`` is equivalent to ``assert list(out) == keys``: the same
-    keys in the same order."""
+    keys in the same order; with ``ordered=False``, ``assert sorted(out) == sorted(keys)``."""
     __tracebackhide__ = True
-    if list(out) != keys:
+    if ordered and list(out) != keys:
         raise AssertionError(f"keys {list(out)}, but should be {keys} (in this order) [{clause}: {call}]")
+    if not ordered and sorted(out) != sorted(keys):
+        raise AssertionError(f"keys {sorted(out)}, but should be {sorted(keys)} [{clause}: {call}]")

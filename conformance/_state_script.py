@@ -21,10 +21,10 @@ the actions, and the output is ``{"outcomes": {"<step> <action>": outcome}}``:
 - ``save:S`` → records ``state_dict()["zephon"]`` as ``S``; ``"empty"`` or ``"non-empty"``
 - ``same:S`` → whether ``state_dict()["zephon"]`` is exactly the bytes recorded as ``S``
 - ``load:S`` → ``load_state_dict({"zephon": S})``: ``None`` or an error. ``load:S:c1+c2``
-  loads ``S`` after the corruptions ``c1``, then ``c2`` (``CORRUPTIONS``), which follow the
-  envelope layout of [state-envelope], so they work on any backend's own bytes (``foreign``
-  and ``short_foreign`` replace them with bytes that are not an envelope at all).
-- ``load_arg:NAME`` → ``load_state_dict(BAD_ARGUMENTS[NAME])``: ``None`` or an error
+  loads ``S`` after the corruptions ``c1``, then ``c2`` (``conformance.envelope.CORRUPTIONS``),
+  which follow the envelope layout of [state-envelope], so they work on any backend's own bytes
+  (``foreign`` and ``short_foreign`` replace them with bytes that are not an envelope at all).
+- ``load_arg:NAME`` → ``load_state_dict(BAD_ARGUMENTS[NAME])`` (``conformance.envelope``): ``None`` or an error
 - ``calls`` → how often the loader called the pipeline's ``iter()`` and ``checkpoint()``;
   ``restores`` → how often it called ``restore()``
 
@@ -48,8 +48,6 @@ import collections.abc
 import hashlib
 import json
 import os
-import re
-import struct
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,105 +56,24 @@ from typing import Any
 from conformance._asserts import names
 from conformance._pipelines import SpyPipeline, index_pipeline, row_indices
 from conformance._zephon import Contract
-
-__all__ = ["BAD_ARGUMENTS", "CHECKS", "CORRUPTIONS", "run_state_script"]
-
-MAGIC = b"BSZSTATE"
-HEADER = len(MAGIC) + 1 + 8  # magic, version, body length
-DIGEST = 32
-HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
-# [state-load-validates-first], in order.
-CHECKS = (
-    "bad magic",
-    "unsupported version",
-    "truncated",
-    "checksum mismatch",
-    "malformed body",
-    "fingerprint mismatch",
-    "canonical_replicas changed",
+from conformance.envelope import (
+    BAD_ARGUMENTS,
+    CHECKS,
+    CORRUPTIONS,
+    DIGEST,
+    HEADER,
+    HEX64,
+    MAGIC,
+    body_length,
+    body_of,
+    canonical_json,
+    corrupt,
+    digest_matches,
+    raw_body,
+    version_of,
 )
 
-
-def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-
-
-def envelope(body: bytes, version: int = 1) -> bytes:
-    """magic | version | body length | body | sha256 of all that [state-envelope]."""
-    return sign(MAGIC + bytes([version]) + struct.pack(">Q", len(body)) + body)
-
-
-def sign(head: bytes) -> bytes:
-    return head + hashlib.sha256(head).digest()
-
-
-def _body(data: bytes) -> dict:
-    return json.loads(data[HEADER:-DIGEST])
-
-
-def _edit_body(edit):
-    def corrupt(data: bytes) -> bytes:
-        body = _body(data)
-        edit(body)
-        return envelope(canonical_json(body), data[len(MAGIC)])
-
-    return corrupt
-
-
-def _drop_state(body: dict) -> None:
-    del body["state"]
-
-
-def _string_replicas(body: dict) -> None:
-    body["topology"]["canonical_replicas"] = str(body["topology"]["canonical_replicas"])
-
-
-def _extra_body_key(body: dict) -> None:
-    body["comment"] = "not part of the body"
-
-
-def _extra_topology_key(body: dict) -> None:
-    body["topology"]["tp_degree"] = 1
-
-
-def _zero_world_size(body: dict) -> None:
-    body["topology"]["world_size"] = 0
-
-
-CORRUPTIONS = {
-    "drop_last_byte": lambda d: d[:-1],
-    "cut_header": lambda d: d[:10],
-    "extra_byte": lambda d: d + b"\x00",
-    "bad_magic": lambda d: b"X" + d[1:],
-    "foreign": lambda d: b"\x01" * len(d),  # not an envelope; read as one, its "length" is 0x0101...
-    "short_foreign": lambda d: b"PK\x03\x04",  # fewer than 8 bytes (a zip file's first 4)
-    "magic_only": lambda d: MAGIC,
-    "version_0": lambda d: d[: len(MAGIC)] + b"\x00" + d[len(MAGIC) + 1 :],
-    "version_2": lambda d: d[: len(MAGIC)] + b"\x02" + d[len(MAGIC) + 1 :],
-    "flip_body_byte": lambda d: d[:HEADER] + bytes([d[HEADER] ^ 0x01]) + d[HEADER + 1 :],
-    "flip_digest_byte": lambda d: d[:-1] + bytes([d[-1] ^ 0x01]),
-    "resign": lambda d: sign(d[:-DIGEST]),  # a correct digest for whatever precedes it
-    # valid length and digest, bad body:
-    "body_not_json": lambda d: envelope(b"\xff not json {", d[len(MAGIC)]),
-    "body_not_object": lambda d: envelope(b"[]", d[len(MAGIC)]),
-    "body_without_state": _edit_body(_drop_state),
-    "topology_replicas_as_string": _edit_body(_string_replicas),
-    "body_extra_key": _edit_body(_extra_body_key),
-    "topology_extra_key": _edit_body(_extra_topology_key),
-    "topology_world_size_0": _edit_body(_zero_world_size),
-}
-
-BAD_ARGUMENTS = {
-    "empty": {"zephon": b""},
-    "empty_mapping": {},
-    "missing_key": {"other": b""},
-    "list_of_pairs": [("zephon", b"")],
-    "bytes": b"",
-    "none": None,
-    "str_value": {"zephon": "BSZSTATE"},
-    "none_value": {"zephon": None},
-    "bytearray_value": {"zephon": bytearray(b"BSZSTATE")},
-}
+__all__ = ["BAD_ARGUMENTS", "CHECKS", "CORRUPTIONS", "run_state_script"]
 
 
 class _Labels:
@@ -177,19 +94,19 @@ def _view(data: bytes, label: _Labels) -> Any:
     if data == b"":
         return ""
     try:
-        (length,) = struct.unpack(">Q", data[len(MAGIC) + 1 : HEADER])
+        length = body_length(data)
         if len(data) != HEADER + length + DIGEST:
             raise ValueError("length")
-        raw = data[HEADER:-DIGEST]
+        raw = raw_body(data)
         body = json.loads(raw)
         fingerprint = label(body["fingerprint"])
     except Exception:  # noqa: BLE001 - anything else is shown raw
         return {"unparsable": data.hex()}
     return {
         "magic": data[: len(MAGIC)].decode("latin-1"),
-        "version": data[len(MAGIC)],
+        "version": version_of(data),
         "body_length": length,
-        "digest_is_sha256_of_the_rest": hashlib.sha256(data[:-DIGEST]).digest() == data[-DIGEST:],
+        "digest_is_sha256_of_the_rest": digest_matches(data),
         "body_is_canonical_json": raw == canonical_json(body),
         "body_keys": sorted(body),
         "fingerprint": body["fingerprint"],
@@ -211,7 +128,7 @@ def _check_named(message: str) -> str | None:
 def _saved_replicas(data: Any) -> int | None:
     """The ``canonical_replicas`` an envelope's body says it was saved with, or None."""
     try:
-        return json.loads(data[HEADER:-DIGEST])["topology"]["canonical_replicas"]
+        return body_of(data)["topology"]["canonical_replicas"]
     except Exception:  # noqa: BLE001 - not an envelope with a readable topology
         return None
 
@@ -249,10 +166,7 @@ def _argument(action: str, specs: Mapping, saved: Mapping) -> Any:
             return dict(specs[argument])
         if verb == "load":
             name, _, corruptions = argument.partition(":")
-            data = saved[name]
-            for corruption in filter(None, corruptions.split("+")):
-                data = CORRUPTIONS[corruption](data)
-            return data
+            return corrupt(saved[name], filter(None, corruptions.split("+")))
         if verb == "load_arg":
             return BAD_ARGUMENTS[argument]
         if verb == "same":

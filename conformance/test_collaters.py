@@ -142,7 +142,7 @@ def test_default_collater_padding_mask_from_input_ids(backend, pad_id):
 
 
 @pytest.mark.requires("collaters")
-@pytest.mark.clause("dcoll-padding-mask", "dcoll-fields")
+@pytest.mark.clause("dcoll-padding-mask", "dcoll-fields", "dcoll-pad-values")
 def test_default_collater_no_padding_mask_without_ids_or_mask(backend):
     """Neither attention_mask nor input_ids: no padding_mask key."""
     out = backend.default_collater([{"labels": [1, 2]}, {"labels": [3]}])

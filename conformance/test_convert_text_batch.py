@@ -16,7 +16,6 @@ import torch
 from conformance._asserts import Value, assert_batch_equal, assert_raises, assert_tensor_equal
 from conformance._examples import (
     EXAMPLE_A,
-    EXAMPLE_IDS,
     EXAMPLE_ROWS,
     F,
     T,
@@ -27,28 +26,6 @@ from conformance._zephon import Contract, Row, describe_rows, packed_row, sample
 
 
 @pytest.mark.requires("convert_text_batch")
-@pytest.mark.clause(
-    "ctb-shift",
-    "ctb-positions",
-    "ctb-padding-labels",
-    "ctb-padding-mask",
-    "ctb-cross-document-targets",
-    "ctb-document-ids",
-    "ctb-attention-ids",
-    "batched-packed-seq-ids",
-    "batched-block-causal",
-    "tb-shapes",
-    "tb-dtypes",
-)
-def test_example_a_defaults(backend):
-    """Example A: defaults, block-causal contract, no metadata."""
-    out = convert(backend, EXAMPLE_ROWS)
-    assert_batch_equal(out, EXAMPLE_A, clause="example-A", call=describe_rows(EXAMPLE_ROWS))
-    for key in ("packed_token_indices", "cu_seqlens", "max_seqlen"):
-        assert key not in out, f"{key} is present, but should be absent without a metadata request [batched-metadata]"
-
-
-@pytest.mark.requires("convert_text_batch")
 @pytest.mark.clause("ctb-segment-starts")
 def test_example_b_mask_segment_starts(backend):
     """Example B: labels whose target starts a subdocument become ignore_index."""
@@ -56,20 +33,6 @@ def test_example_b_mask_segment_starts(backend):
     expected = dict(EXAMPLE_A)
     expected["labels"] = long([[12, 13, -100, 22, -100, 32, -100, -100], [42, 43, 44, 45, -100, 52, 53, -100]])
     assert_batch_equal(out, expected, clause="ctb-segment-starts", call="Example B, mask_segment_starts=True")
-
-
-@pytest.mark.requires("convert_text_batch")
-@pytest.mark.clause("batched-document-ids-mask", "batched-metadata", "batched-packed-seq-ids", "tb-dtypes")
-def test_example_f_document_ids_mask_with_metadata(backend):
-    """Example F: a "document_ids" contract that requests the gathered-token bundle."""
-    contract = Contract(packed_mask_type="document_ids", return_packed_sequence_metadata=True)
-    out = convert(backend, EXAMPLE_ROWS, contract)
-    expected = dict(EXAMPLE_A)
-    expected["attention_mask"] = long(EXAMPLE_IDS)
-    expected["packed_token_indices"] = long([[0, 1, 2, 3, 4, 5, 6, -1], [0, 1, 2, 3, 4, 5, 6, 7]])
-    expected["cu_seqlens"] = torch.tensor([[0, 3, 5, 7], [0, 5, 8, -1]], dtype=torch.int32)
-    expected["max_seqlen"] = 5
-    assert_batch_equal(out, expected, clause="example-F", call="Example F, document_ids + metadata")
 
 
 @pytest.mark.requires("convert_text_batch")
@@ -104,7 +67,7 @@ def test_ignore_index_is_written_verbatim(backend, ignore_index):
 
 
 @pytest.mark.requires("convert_text_batch")
-@pytest.mark.clause("ctb-padding-labels", "ctb-padding-mask")
+@pytest.mark.clause("ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids")
 def test_pad_token_value_inside_real_text_keeps_its_label(backend):
     """A real token equal to the pad id is not padding: padding is found by position."""
     rows = [Row(tokens=(5, 0, 6, 0, 7, 0, 0), positions=(0, 1, 2, 3, 4, 0, 1), padding_length=2)]
@@ -150,7 +113,7 @@ def test_all_but_one_token_padding(backend):
 
 
 @pytest.mark.requires("convert_text_batch")
-@pytest.mark.clause("ctb-shift", "ctb-segment-starts", "ctb-document-ids", "tb-shapes")
+@pytest.mark.clause("ctb-shift", "ctb-segment-starts", "ctb-cross-document-targets", "ctb-document-ids", "tb-shapes")
 def test_single_token_sequence_many_tiny_documents(backend):
     """S = 1 and one-token documents: [7][8] packed into L = 2."""
     rows = [packed_row([[7], [8]], padding=0)]  # tokens [7,8], positions [0,0]
@@ -243,7 +206,7 @@ def test_a_padding_length_that_is_not_an_int_is_a_type_error(backend, value):
 
 
 @pytest.mark.requires("convert_text_batch")
-@pytest.mark.clause("ctb-input-errors")
+@pytest.mark.clause("ctb-input-errors", "ctb-token-field")
 def test_non_integer_tokens_and_missing_token_field_are_rejected(backend):
     """Float tokens raise TypeError; a payload with no token field raises ValueError."""
     sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0)])

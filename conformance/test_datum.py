@@ -509,7 +509,7 @@ def test_f08_padded_without_targets(backend):
 
 
 @pytest.mark.requires("datum")
-@pytest.mark.clause("collate-weights", "collate-padded", "collate-packed")
+@pytest.mark.clause("collate-weights", "collate-padded", "collate-packed", "collate-side-inputs")
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
 def test_f11_all_zero_weights(backend, packed):
     """F11: a datum whose weights are all 0 gives all-ignore labels in both modes."""

@@ -93,6 +93,7 @@ F01_ROW = R([11, 12, 13, 21, 22, 31, 0], [0, 1, 2, 0, 1, 0, 0], 1)
     "ctb-attention-ids",
     "batched-packed-seq-ids",
     "ctb-boundaries-from-zeros",
+    "ctb-segment-starts",
     "batched-metadata",
     "tb-dtypes",
 )

@@ -10,11 +10,8 @@ through ``convert_text_batch`` and compares tensors exactly.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
-import re
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -30,10 +27,25 @@ from conformance._pipelines import (
     index_pipeline,
     make_loader,
 )
-from conformance._state_script import DIGEST, HEADER, MAGIC
 from conformance._zephon import Contract
+from conformance.envelope import (
+    BAD_ARGUMENTS,
+    BODY_KEYS,
+    DIGEST,
+    HEADER,
+    HEX64,
+    MAGIC,
+    MUTATIONS,
+    VERSION,
+    body_length,
+    canonical_json,
+    corrupt,
+    digest_matches,
+    mutate,
+    raw_body,
+    version_of,
+)
 
-HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -48,15 +60,6 @@ def saved_after(backend, scratch_dir, k, n=10, chunk_size=2, policy="redistribut
     state = loader.state_dict()
     loader.close()
     return state
-
-
-def resign(head: bytes) -> bytes:
-    """Append a correct digest to magic + version + length + body."""
-    return head + hashlib.sha256(head).digest()
-
-
-def with_body(body: bytes, version: int = 1) -> bytes:
-    return resign(MAGIC + bytes([version]) + struct.pack(">Q", len(body)) + body)
 
 
 # --- F17: before start, round trip, iter then load, load after start ------------------------
@@ -197,22 +200,22 @@ def test_endless_stream_resumes_after_one_pass(backend, scratch, shuffle, first_
 @pytest.mark.requires("zephon_loader", "zephon_state")
 @pytest.mark.clause("state-load-errors")
 @pytest.mark.parametrize(
-    "state, error",
+    "name, error",
     [
-        ({}, ValueError),
-        ({"other": b""}, ValueError),
-        ([("zephon", b"")], ValueError),
-        (b"", ValueError),
-        (None, ValueError),
-        ({"zephon": "BSZSTATE"}, TypeError),
-        ({"zephon": None}, TypeError),
-        ({"zephon": bytearray(b"x")}, TypeError),
+        ("empty_mapping", ValueError),
+        ("missing_key", ValueError),
+        ("list_of_pairs", ValueError),
+        ("bytes", ValueError),
+        ("none", ValueError),
+        ("str_value", TypeError),
+        ("none_value", TypeError),
+        ("bytearray_value", TypeError),
     ],
-    ids=["empty-dict", "missing-key", "list", "bytes", "none", "str-value", "none-value", "bytearray-value"],
+    ids=lambda value: value if isinstance(value, str) else value.__name__,
 )
-def test_malformed_state_mapping_is_rejected(backend, scratch, state, error):
+def test_malformed_state_mapping_is_rejected(backend, scratch, name, error):
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
-    assert_raises(error, (), loader.load_state_dict, state, clause="state-load-errors")
+    assert_raises(error, (), loader.load_state_dict, BAD_ARGUMENTS[name], clause="state-load-errors")
     assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-errors]"
     assert list(loader) == [[i] for i in range(10)]
 
@@ -311,99 +314,45 @@ def test_canonical_replicas_change_names_both_values(backend, scratch):
 # --- envelope -----------------------------------------------------------------------------
 
 
-def _flip_body(data):
-    return data[:HEADER] + bytes([data[HEADER] ^ 0x01]) + data[HEADER + 1 :]
-
-
-def _raise_version(data):
-    return data[: len(MAGIC)] + bytes([data[len(MAGIC)] + 1]) + data[len(MAGIC) + 1 :]
-
-
-def _garbage_body(data):
-    return with_body(b"\xff not json {")
-
-
-def _missing_keys(data):
-    return with_body(json.dumps({"state": {}}).encode())
-
-
-def _mistyped_topology(data):
-    body = json.loads(data[HEADER:-DIGEST])
-    body["topology"]["canonical_replicas"] = "1"
-    return with_body(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
-
-
 @pytest.mark.requires("zephon_loader", "zephon_state")
 @pytest.mark.clause("state-envelope", "state-load-validates-first")
 @pytest.mark.parametrize(
-    "tamper, check",
+    "corruption, check",
     [
-        (_flip_body, "checksum mismatch"),
-        (lambda d: d[:-1], "truncated"),
-        (lambda d: d[:10], "truncated"),
-        (lambda d: d + b"\x00", "truncated"),
-        (lambda d: b"XSZSTATE" + d[len(MAGIC) :], "bad magic"),
-        (_raise_version, "unsupported version"),
-        (_garbage_body, "malformed body"),
-        (_missing_keys, "malformed body"),
-        (_mistyped_topology, "malformed body"),
+        ("flip_body_byte", "checksum mismatch"),
+        ("drop_last_byte", "truncated"),
+        ("cut_header", "truncated"),
+        ("extra_byte", "truncated"),
+        ("bad_magic", "bad magic"),
+        ("version_2", "unsupported version"),
+        ("body_not_json", "malformed body"),
+        ("body_only_state", "malformed body"),
+        ("topology_replicas_as_string", "malformed body"),
     ],
-    ids=[
-        "flip-body",
-        "drop-last-byte",
-        "cut-header",
-        "extra-byte",
-        "magic",
-        "version",
-        "garbage-json",
-        "missing-keys",
-        "mistyped-topology",
-    ],
+    ids=lambda value: value.replace(" ", "-"),
 )
-def test_tampered_envelope_is_rejected_by_name(backend, scratch, tamper, check):
+def test_tampered_envelope_is_rejected_by_name(backend, scratch, corruption, check):
     saved = saved_after(backend, scratch, 5)
     data = saved["zephon"]
-    assert data[: len(MAGIC)] == MAGIC and data[len(MAGIC)] == 1, "envelope header [state-envelope]"
-    (length,) = struct.unpack(">Q", data[len(MAGIC) + 1 : HEADER])
-    assert len(data) == HEADER + length + DIGEST, "[state-envelope]"
-    assert hashlib.sha256(data[:-DIGEST]).digest() == data[-DIGEST:], "digest of everything before it [state-envelope]"
-    body = data[HEADER:-DIGEST]
-    assert body == json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode(), (
-        "the body must be canonical JSON [state-envelope]"
-    )
-    assert sorted(json.loads(body)) == ["fingerprint", "state", "topology"], "[state-envelope]"
+    assert data[: len(MAGIC)] == MAGIC and version_of(data) == VERSION, "envelope header [state-envelope]"
+    assert len(data) == HEADER + body_length(data) + DIGEST, "[state-envelope]"
+    assert digest_matches(data), "digest of everything before it [state-envelope]"
+    body = raw_body(data)
+    assert body == canonical_json(json.loads(body)), "the body must be canonical JSON [state-envelope]"
+    assert sorted(json.loads(body)) == list(BODY_KEYS), "[state-envelope]"
 
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     # The message contains the failed check's name [state-load-validates-first]; the rest of it is free.
     assert_raises(
-        ValueError, (check,), loader.load_state_dict, {"zephon": tamper(data)}, clause="state-load-validates-first"
+        ValueError,
+        (check,),
+        loader.load_state_dict,
+        {"zephon": corrupt(data, [corruption])},
+        clause="state-load-validates-first",
     )
     assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
     loader.load_state_dict(saved)
     assert list(loader) == [[i] for i in range(5, 10)], "a correct state still loads [state-load-validates-first]"
-
-
-_mutation = st.one_of(
-    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
-    st.tuples(st.just("truncate"), st.integers(0, 10**6)),
-    st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=16)),
-    st.tuples(st.just("splice"), st.integers(0, 10**6), st.integers(0, 64), st.binary(max_size=16)),
-)
-
-
-def _mutate(data: bytes, mutations) -> bytes:
-    for mutation in mutations:
-        kind, at = mutation[0], mutation[1] % (len(data) + 1)
-        if kind == "flip" and data:
-            at %= len(data)
-            data = data[:at] + bytes([data[at] ^ mutation[2]]) + data[at + 1 :]
-        elif kind == "truncate":
-            data = data[:at]
-        elif kind == "insert":
-            data = data[:at] + mutation[2] + data[at:]
-        elif kind == "splice":
-            data = data[:at] + mutation[3] + data[at + mutation[2] :]
-    return data
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -416,7 +365,7 @@ def test_random_and_mutated_bytes_raise_only_value_error(backend, scratch):
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
 
     @given(
-        st.one_of(st.binary(max_size=200), st.lists(_mutation, min_size=1, max_size=4).map(lambda m: _mutate(valid, m)))
+        st.one_of(st.binary(max_size=200), st.lists(MUTATIONS, min_size=1, max_size=4).map(lambda m: mutate(valid, m)))
     )
     def feed(data):
         if data == valid:

@@ -33,12 +33,10 @@ from pathlib import Path
 import pytest
 
 from conformance._asserts import names
-from conformance.conftest import HARNESS_TAG, LAUNCHERS
+from conformance.envelope import DIGEST, HEADER, MAGIC, body_of
+from conformance.plugin import HARNESS_TAG, LAUNCHERS
 
 ROOT = Path(__file__).resolve().parents[1]
-MAGIC = b"BSZSTATE"
-HEADER = len(MAGIC) + 1 + 8
-DIGEST = 32
 JOB_TIMEOUT_S = 120
 C = 4  # canonical_replicas of the scenarios unless a test says otherwise
 
@@ -199,7 +197,7 @@ def state_bytes(workdir: Path, name: str, ranks: int) -> list[bytes]:
 
 def envelope_topology(data: bytes) -> dict:
     assert data[: len(MAGIC)] == MAGIC, f"state starts with {data[:8]!r} [state-envelope]"
-    return json.loads(data[HEADER:-DIGEST])["topology"]
+    return body_of(data)["topology"]
 
 
 def where_bytes_differ(a: bytes, b: bytes) -> str:
@@ -214,7 +212,7 @@ def where_bytes_differ(a: bytes, b: bytes) -> str:
     detail = f"first difference at byte {offset} of {len(a)} and {len(b)} bytes, in the {part}"
     if part == "JSON body":
         try:
-            body_a, body_b = json.loads(a[HEADER:-DIGEST]), json.loads(b[HEADER:-DIGEST])
+            body_a, body_b = body_of(a), body_of(b)
             keys = sorted(k for k in set(body_a) | set(body_b) if body_a.get(k) != body_b.get(k))
             detail += f"; body keys that differ: {keys}"
             for key in keys:

@@ -1,17 +1,16 @@
 """The state envelope's checks, their precedence, and the canonical fingerprint (SPEC.md,
 "``ZephonDataLoader`` checkpoint state (single process)").
 
-Corruptions and bad arguments are the golden state scripts' (``conformance/_state_script.py``),
-applied to the backend's own bytes, so a test depends only on the envelope layout of
-[state-envelope]. Fingerprints are computed here from literal pipeline descriptions, with
-``json`` and ``hashlib`` only, and compared with what the backend writes or names.
+Corruptions and bad arguments are the suite's one library of them (``conformance/envelope.py``,
+which the golden state scripts use too), applied to the backend's own bytes, so a test depends
+only on the envelope layout of [state-envelope]. Fingerprints are computed here from literal
+pipeline descriptions, with canonical JSON and ``hashlib`` only, and compared with what the
+backend writes or names.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 
 import pytest
 from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
@@ -19,9 +18,21 @@ from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 from conformance._asserts import assert_raises
 from conformance._corpus import CorpusTokenizer
 from conformance._pipelines import SpyPipeline, corpus_pipeline, index_pipeline, make_loader
-from conformance._state_script import BAD_ARGUMENTS, CHECKS, CORRUPTIONS, DIGEST, HEADER, canonical_json, envelope
+from conformance.envelope import (
+    BAD_ARGUMENTS,
+    CHECKS,
+    CORRUPTIONS,
+    HEX64,
+    MAGIC,
+    VERSION,
+    body_of,
+    canonical_json,
+    corrupt,
+    envelope,
+    version_of,
+    with_version,
+)
 
-HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 ZEROS = "0" * 64  # a fingerprint no pipeline has
 
 
@@ -31,12 +42,6 @@ def saved_after(backend, pipeline, k: int) -> bytes:
         next(loader)
     data = loader.state_dict()["zephon"]
     loader.close()
-    return data
-
-
-def corrupt(data: bytes, corruptions: tuple[str, ...]) -> bytes:
-    for name in corruptions:
-        data = CORRUPTIONS[name](data)
     return data
 
 
@@ -112,8 +117,8 @@ def test_the_first_failed_check_is_reported(backend, scratch, corruptions, check
 def test_the_version_byte_is_exactly_one(backend, scratch, version):
     """Any version byte but 1 is rejected, also with a correct digest; the version is named."""
     saved = saved_after(backend, index_pipeline(scratch / "saved", 10, 2, "redistribute"), 5)
-    assert saved[:8] == b"BSZSTATE" and saved[8] == 1, f"header {saved[:9]!r} [state-envelope]"
-    other = CORRUPTIONS["resign"](saved[:8] + bytes([version]) + saved[9:])
+    assert saved[: len(MAGIC)] == MAGIC and version_of(saved) == VERSION, f"header {saved[:9]!r} [state-envelope]"
+    other = corrupt(with_version(saved, version), ["resign"])
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     assert_raises(
         ValueError,
@@ -316,7 +321,7 @@ def test_saved_envelope_holds_the_canonical_fingerprint(backend, scratch, name):
     envelope's fingerprint is still the canonical one, and the state resumes."""
     build, stages = PIPELINES[name]
     data = saved_after(backend, build(scratch / "saved"), 1)
-    fingerprint = json.loads(data[HEADER:-DIGEST])["fingerprint"]
+    fingerprint = body_of(data)["fingerprint"]
     assert fingerprint == fingerprint_of(stages), (
         f"the envelope's fingerprint is {fingerprint}, but should be {fingerprint_of(stages)} "
         "[state-fingerprint-canonical]"

@@ -23,7 +23,7 @@ __all__ = [
 
 
 class TrainingBatch(TypedDict):
-    """Collated CPU tensors handed to the model [tb-fields].
+    """Collated CPU tensors handed to the model [tb-shapes, tb-dtypes, tb-keys].
 
     Token fields are ``[batch, sequence]``; ``position_ids`` is ``[batch, sequence]``, or
     ``[axes, batch, sequence]`` for mRoPE. SPEC.md's "TrainingBatch" section gives every
@@ -68,7 +68,8 @@ def contract_requests_metadata(packing_contract: PackedSequenceContract) -> bool
 
 
 def require_supported_packing_contract(contract: PackedSequenceContract) -> None:
-    """Validate a packing contract once, when a loader is built [contract-validation].
+    """Validate a packing contract once, when a loader is built [contract-validation,
+    contract-metadata-flag, contract-once].
 
     Reads the contract; never mutates it.
 
@@ -109,7 +110,8 @@ def require_supported_packing_contract(contract: PackedSequenceContract) -> None
 
 
 def adapt_model_inputs(batch: TrainingBatch, attention_eligibility: torch.Tensor | None = None) -> TrainingBatch:
-    """Add ``attention_document_ids`` to a converted batch [adapt-attention-ids].
+    """Add ``attention_document_ids`` to a converted batch [adapt-attention-ids,
+    adapt-no-mutation, adapt-errors, tb-device, tb-no-aliasing].
 
     Args:
         batch: mapping holding int64 ``document_ids`` ``[batch, sequence]`` (1-based
@@ -182,7 +184,9 @@ def _position_axes(position_ids: torch.Tensor, document_ids: torch.Tensor) -> to
 
 
 def enable_xdoc_attention(batch: TrainingBatch, packing_contract: PackedSequenceContract) -> TrainingBatch:
-    """Join each row's subdocuments for attention and number them continuously [xdoc-*].
+    """Join each row's subdocuments for attention and number them continuously
+    [xdoc-attention-ids, xdoc-positions, xdoc-untouched, xdoc-contract, xdoc-errors,
+    contract-no-revalidation, tb-device, tb-no-aliasing].
 
     Args:
         batch: mapping from ``adapt_model_inputs``: int64 ``document_ids`` and

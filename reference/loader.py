@@ -86,7 +86,9 @@ def _as_int_list(value: Any, field: str, row: int) -> list[int]:
 
 
 def _read_row(record: Any, row: int) -> _Row:
-    """Read and check one record [ctb-token-field, ctb-positions, ctb-padding-length]."""
+    """Read and check one record [ctb-token-field, ctb-positions, ctb-packed-needs-positions,
+    ctb-extra-payload-ignored, ctb-input-errors]: only the token field, ``positions`` and
+    ``meta.padding_length`` are read; other payload fields never reach an output."""
     payload = record.payload
     field = next((name for name in TOKEN_FIELD_CANDIDATES if name in payload), None)
     if field is None:
@@ -106,7 +108,7 @@ def _read_row(record: Any, row: int) -> _Row:
         positions = _as_int_list(payload["positions"], "positions", row)
     else:
         packing = record.meta.tags.get("_packing_metadata") or {}
-        if (packing.get("num_sequences") or 1) > 1:
+        if (packing.get("num_sequences") or 1) > 1:  # [ctb-packed-needs-positions]
             raise ValueError(
                 f"sample_batch record {row}: meta says it packs {packing['num_sequences']} sequences, "
                 "but the payload has no positions to find their boundaries"
@@ -186,9 +188,11 @@ def _shift_and_mask(rows: list[_Row], ignore_index: int, mask_segment_starts: bo
         row_inputs, row_labels, row_positions, row_padding, row_documents = [], [], [], [], []
         document = 0
         for i in range(sequence_length):
-            # The input at i predicts the unshifted token at i + 1.
+            # The input at i predicts the unshifted token at i + 1 [ctb-shift]; a target that
+            # starts the next subdocument is kept unless masked [ctb-cross-document-targets].
             label = row.tokens[i + 1]
-            # A target inside the padding suffix is excluded from loss.
+            # A target inside the padding suffix is excluded from loss, with exactly the given
+            # ignore_index [ctb-padding-labels, ctb-ignore-index].
             if i + 1 >= first_pad:
                 label = ignore_index
             # A target that starts a subdocument (its unshifted position is 0).
@@ -196,7 +200,8 @@ def _shift_and_mask(rows: list[_Row], ignore_index: int, mask_segment_starts: bo
                 label = ignore_index
             # Padding by position, never by token value.
             is_padding = i >= first_pad
-            # Subdocuments are numbered 1, 2, ... at each position reset; padding is 0.
+            # Subdocuments are numbered 1, 2, ... at each position reset; padding is 0
+            # [ctb-boundaries-from-zeros, ctb-document-ids].
             if row.positions[i] == 0:
                 document += 1
             row_inputs.append(row.tokens[i])
@@ -229,7 +234,15 @@ def convert_text_batch(
     pad_to_length: int | None = None,
     pad_token_id: int | None = None,
 ) -> TrainingBatch:
-    """Collate text rows into a ``TrainingBatch`` [ctb-*, unpacked-*, xdoc-*, thd-*, batched-*].
+    """Collate text rows into a ``TrainingBatch``.
+
+    Implements [ctb-token-field, ctb-positions, ctb-boundaries-from-zeros,
+    ctb-packed-needs-positions, ctb-extra-payload-ignored, ctb-shift, ctb-padding-labels,
+    ctb-padding-mask, ctb-cross-document-targets, ctb-segment-starts, ctb-document-ids,
+    ctb-attention-ids, ctb-xdoc, ctb-selected-ids, ctb-output-route, ctb-ignore-index,
+    ctb-option-types, ctb-no-mutation, ctb-input-errors, unpacked-padding, unpacked-same-route,
+    unpacked-errors, unpacked-pad-token-only-with-length, tb-shapes, tb-dtypes, tb-keys,
+    tb-device, tb-no-aliasing, contract-once, contract-no-revalidation].
 
     Args:
         sample_batch: a ``zephon.SampleBatch`` of B records. Each payload holds an
@@ -240,7 +253,9 @@ def convert_text_batch(
             document: ``0 .. L - n - 1`` over its real tokens, ``0 .. n - 1`` over its pad
             tail. Never modified.
         packing_contract: the model's requests. The mask type and metadata request apply to
-            ``"batched"`` output only; ``max_sequence_length`` bounds xdoc positions.
+            ``"batched"`` output only; ``max_sequence_length`` bounds xdoc positions. Only the
+            attributes in use are read, never re-validated [contract-once,
+            contract-no-revalidation].
         ignore_index: the label value excluded from loss.
         mask_segment_starts: also exclude every label whose target starts an *original*
             subdocument.
@@ -259,8 +274,9 @@ def convert_text_batch(
         ``attention_mask`` (bool [B, 1, S, S] or int64 [B, S] by mask type) and, when the
         contract asks, int64 ``packed_token_indices`` [B, S], int32 ``cu_seqlens``
         [B, max id + 1] and int ``max_seqlen``. ``"thd"`` adds int64 ``seq_lens`` and
-        ``seq_lens_padded`` [B, max subdocuments] (-1000 in unused slots) and
-        ``qkv_format = "thd"``.
+        ``seq_lens_padded`` [B, max spans] (-1000 in unused slots) and ``qkv_format = "thd"``
+        [ctb-output-route, tb-keys]. Every tensor is new and on the CPU [tb-device,
+        tb-no-aliasing, ctb-no-mutation].
 
     Raises:
         TypeError: ``sample_batch`` has no ``records``; a token field or positions hold
@@ -305,7 +321,9 @@ def convert_text_batch(
         raise ValueError("sample_batch must hold at least one record, got 0")
     rows = [_read_row(record, b) for b, record in enumerate(records)]
 
-    # 2. Unpacked rows are right-padded to one length [unpacked-padding].
+    # 2. Unpacked rows are right-padded to one length [unpacked-padding]; without
+    # pad_to_length, pad_token_id is ignored [unpacked-pad-token-only-with-length]. After this
+    # the unpacked route is the packed route [unpacked-same-route].
     if pad_to_length is not None:
         rows = [_pad_row(row, pad_to_length, pad_token_id, b) for b, row in enumerate(rows)]
     lengths = [len(row.tokens) for row in rows]
@@ -320,11 +338,13 @@ def convert_text_batch(
 
     # 3. Shift, mask and number subdocuments on the original boundaries.
     batch = _shift_and_mask(rows, ignore_index, mask_segment_starts)
-    # 4. Attention membership, then the consumer's cross-document policy.
+    # 4. Attention membership [ctb-attention-ids], then the consumer's cross-document policy,
+    # which changes only position_ids and attention_document_ids [ctb-xdoc].
     adapt_model_inputs(batch)
     if allow_cross_document_attention:
         enable_xdoc_attention(batch, packing_contract)
-    # 5. The output format: THD lengths, or the batched mask/metadata route.
+    # 5. The output format, built from the selected ids [ctb-selected-ids]: THD lengths, or
+    # the batched mask/metadata route [ctb-output-route].
     convert_batch_output(batch, output_format)
     if output_format == "batched":
         apply_batched_output(batch, packing_contract)
@@ -334,7 +354,9 @@ def convert_text_batch(
 class ZephonDataLoader(Iterator[TrainingBatch]):
     """One owned stream of a Zephon pipeline, yielding converted batches.
 
-    An iterator of ``TrainingBatch`` (``collections.abc.Iterator``) [loader-iterator];
+    Over the real corpus pipeline it yields batches that hold every clause of
+    [real-data-pipeline]. An iterator of ``TrainingBatch`` (``collections.abc.Iterator``)
+    [loader-iterator];
     construction starts nothing [loader-construct-lazy] and validates once
     [loader-construct-validates].
 
@@ -477,6 +499,10 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         ``RuntimeError``, whatever ``state`` is [state-load-after-start]; then the argument
         [state-load-errors]; then ``b""`` [state-load-empty]; then the envelope's checks
         (``decode_state``) [state-envelope, state-fingerprint, state-canonical-replicas].
+        Zephon applies the loaded checkpoint at the first ``next()``, so the stream continues
+        exactly where the saving loader stopped, on every rank at its own cursor and, with
+        ``canonical_replicas`` fixed, on another ``dp_degree`` [state-exact-resume,
+        state-multirank-resume, state-elastic-resume, state-tp-peers].
 
         Raises:
             RuntimeError: iteration already started [state-load-after-start].

@@ -51,7 +51,8 @@ def block_causal_mask(attention_document_ids: torch.Tensor) -> torch.Tensor:
 
 
 def apply_batched_output(batch: TrainingBatch, packing_contract: PackedSequenceContract) -> TrainingBatch:
-    """Add the batched route's model inputs [batched-packed-seq-ids, batched-block-causal, batched-document-ids-mask, batched-metadata].
+    """Add the batched route's model inputs [batched-packed-seq-ids, batched-block-causal,
+    batched-document-ids-mask, batched-metadata].
 
     All three derive from the *selected* ``attention_document_ids`` ``[batch, sequence]``:
 
@@ -123,7 +124,8 @@ def _row_runs(row_ids: list[int], row: int) -> tuple[list[int], int]:
 
 
 def convert_batch_output(batch: TrainingBatch, output_format: str) -> TrainingBatch:
-    """Add the output format's native inputs [thd-lengths, thd-errors, batched-unchanged].
+    """Add the output format's native inputs [thd-lengths, thd-qkv-format, thd-errors,
+    batched-unchanged, types-output-format, tb-device, tb-no-aliasing].
 
     Args:
         batch: mapping with int64 ``attention_document_ids`` ``[batch, sequence]``: the

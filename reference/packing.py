@@ -114,7 +114,8 @@ def get_seqlens_in_batch(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Flat varlen metadata of an indexed or binary mask [unpad-errors, unpad-binary, unpad-indexed, unpad-outputs].
+    """Flat varlen metadata of an indexed or binary mask [unpad-errors, unpad-binary,
+    unpad-indexed, unpad-outputs, unpad-precondition].
 
     Args:
         attention_mask: bool or integer ``[batch, sequence]``. Nonzero marks a valid token.
@@ -164,7 +165,8 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 
 
 def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> PackedSequenceMetadata:
-    """Batch-major gathered-token metadata of a padded indexed mask [meta-errors, meta-indices, meta-cu-seqlens, meta-max-seqlen].
+    """Batch-major gathered-token metadata of a padded indexed mask [meta-errors, meta-indices,
+    meta-cu-seqlens, meta-max-seqlen, meta-return, unpad-precondition].
 
     Args:
         attention_mask: integer (or bool) ``[batch, sequence]`` of 1-based row-local

@@ -242,3 +242,37 @@ def test_the_index_records_the_spec_version():
     index = json.loads((goldens.ROOT / "index.json").read_text())
     assert index["spec_version"] == spec_version()
     assert not hasattr(goldens, "spec_version") or goldens.spec_version is spec_version
+
+
+def test_case_modules_import_only_the_public_case_api():
+    """golden/cases/*.py import nothing underscore-prefixed from the suite: what they need is
+    public in conformance.golden.api."""
+    import ast
+
+    private = []
+    for path in sorted((goldens.ROOT / "cases").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                imported = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                imported = [a.name for a in node.names]
+            else:
+                continue
+            for dotted in imported:
+                parts = dotted.split(".")
+                if parts[0] == "conformance" and any(part.startswith("_") for part in parts):
+                    private.append(f"{path.name}:{node.lineno}: {dotted}")
+    assert not private, f"case modules import private suite names: {private}"
+
+
+def test_every_field_report_case_records_its_source():
+    """Each case of golden/cases/field_reports.py names its field report (``source="F07"``),
+    the report its name and description start with, and its stored record carries it."""
+    cases = [c for c in goldens.all_cases() if c.generator.startswith("golden/cases/field_reports.py::")]
+    assert cases
+    stored = {c.name: c for c in load_all()}
+    for case in cases:
+        assert case.source is not None and case.source.startswith("F"), case.name
+        assert case.name.startswith(f"test_{case.source.lower()}_"), (case.name, case.source)
+        assert case.description.startswith(case.source), (case.description, case.source)
+        assert stored[case.name].source == case.source, case.name

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from _suite import ROOT, run_conformance
 
-from conformance.conftest import _failed_clauses, _failure_message
+from conformance.plugin import _failed_clauses, _failure_message
 from conformance.spec import spec_clauses
 
 # tests/backends/partial_backend.py importable, with the repository behind it.

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import random
 
-from conformance._zephon import Row, packed_row
-from conformance.goldens import Case, rows
+from conformance.golden.api import Case, Row, packed_row, rows
 
 CORE = (
     "ctb-shift",

@@ -3,9 +3,7 @@ and the minimal structural contract accepted by ``convert_text_batch``. Hand-wri
 
 from __future__ import annotations
 
-from conformance._examples import long
-from conformance._zephon import Row
-from conformance.goldens import Case, rows
+from conformance.golden.api import Case, Row, long, rows
 
 VALID = ("contract-validation", "types-contract", "types-mask-type")
 

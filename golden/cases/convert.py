@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from conformance._asserts import Value
-from conformance._examples import block_mask, bools, int32, long
-from conformance._zephon import Row, packed_row
-from conformance.goldens import Case, rows
+from conformance.golden.api import Case, Row, Value, block_mask, bools, int32, long, packed_row, rows
 
 F, T = False, True
 EXAMPLE_ROWS = rows(

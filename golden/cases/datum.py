@@ -11,9 +11,7 @@ import random
 
 import torch
 
-from conformance._asserts import Shape
-from conformance._examples import bools, f32, long
-from conformance.goldens import Case
+from conformance.golden.api import Case, Shape, bools, f32, long
 
 F, T = False, True
 X = -100

@@ -1,14 +1,15 @@
 """Golden cases from other systems' packing failures (field reports F01-F15,
 docs/sources.md#field-reports), restated as inputs to our contract. Every expected value is a literal copied from
 conformance/test_field_reports.py (from the field report, checked by hand); none is computed.
-The ``collate_datums`` parts of the reports live in datum.py.
+The ``collate_datums`` parts of the reports live in datum.py. Every case carries its report as
+``source`` (``"F07"``; ``ctb`` reads it from the case name), which its record.json stores.
 """
 
 from __future__ import annotations
 
-from conformance._examples import block_mask, bools, int32, long
-from conformance._zephon import Row
-from conformance.goldens import Case, rows
+import re
+
+from conformance.golden.api import Case, Row, block_mask, bools, int32, long, rows
 
 F, T = False, True
 META = {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": True}
@@ -53,6 +54,14 @@ def ids2(values) -> dict:
     return {"document_ids": long(values), "attention_document_ids": long(values)}
 
 
+def report(name: str) -> str:
+    """The field report a case restates, from its name: ``f07_...`` -> ``"F07"``."""
+    match = re.fullmatch(r"f(\d\d)_\w+", name)
+    if match is None:
+        raise ValueError(f"a field-report case name starts with its report, e.g. 'f07_...', got {name!r}")
+    return f"F{match.group(1)}"
+
+
 def ctb(name, clauses, description, inputs, expected=None, error=None, keys=None, **options):
     return Case(
         name=f"test_{name}",
@@ -64,6 +73,7 @@ def ctb(name, clauses, description, inputs, expected=None, error=None, keys=None
         expected=expected,
         error=error,
         keys=keys,
+        source=report(name),
     )
 
 
@@ -447,6 +457,7 @@ def case_f07():
                 inputs={"batch": {"document_ids": long(ids), "attention_document_ids": long(ids)}},
                 options={"output_format": "thd"},
                 error=("ValueError", (row,)),
+                source="F07",
             )
         )
     return cases
@@ -741,6 +752,7 @@ def case_f14():
         ),
         Case(
             name="test_f14_adapt_keeps_segment_ids_and_mrope",
+            source="F14",
             clauses=("adapt-attention-ids", "adapt-no-mutation"),
             description="F14: adapt_model_inputs keeps id 2 and leaves mRoPE positions unchanged",
             function="adapt_model_inputs",
@@ -749,6 +761,7 @@ def case_f14():
         ),
         Case(
             name="test_f14_xdoc_numbers_mrope_continuously",
+            source="F14",
             clauses=("xdoc-positions", "xdoc-attention-ids", "xdoc-untouched"),
             description="F14 (A16): enable_xdoc_attention turns every mRoPE axis into [0,1,2,3,4,0]",
             function="enable_xdoc_attention",

@@ -3,9 +3,9 @@ real-data scenario".
 
 Each case plays a script of actions ("next", "iter", "close") against
 ``ZephonDataLoader(pipeline, convert_text_batch bound to the options, output_format,
-packing_contract=...)`` over a stand-in pipeline of the stored batches (``conformance.goldens``
-``_StandInPipeline``: it counts ``iter()`` calls, batches taken and stream closes, and with
-``fail_at`` raises ``RuntimeError("pipeline worker failed")`` instead of that batch;
+packing_contract=...)`` over a stand-in pipeline of the stored batches
+(``conformance/golden/loader_script.py``, a ``RecordingPipeline``: it counts ``iter()`` calls,
+batches taken and stream closes, and with ``fail_at`` raises ``RuntimeError("pipeline worker failed")`` instead of that batch;
 ``convert_fails_at`` makes ``convert_batch`` raise ``ValueError("conversion failed")`` on that
 call). The expected value lists each action's outcome (the converted batch,
 ``"StopIteration"``, or the raised error as ``{"raised": type name, "same_exception": whether
@@ -22,10 +22,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from conformance._asserts import Value
-from conformance._examples import long
-from conformance._zephon import Row, packed_row, rows_of
-from conformance.goldens import Case
+from conformance.golden.api import Case, Row, Value, corpus_pipeline, long, packed_row, rows_of
 
 DOC_IDS = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": False}
 
@@ -228,8 +225,6 @@ def case_thd_stream():
 def _corpus_batches(picks: tuple[int, ...], seq_len: int, batch_size: int) -> list:
     """The rows of the SampleBatches at stream positions ``picks`` of the real Zephon
     pipeline over golden/corpus (inline runner, fixed seed: deterministic)."""
-    from conformance._pipelines import corpus_pipeline
-
     saved = os.environ.get("ZEPHON_CATALOG_DIR")
     try:
         with tempfile.TemporaryDirectory(prefix="batchspec-golden-") as scratch:

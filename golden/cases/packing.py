@@ -12,9 +12,7 @@ import random
 
 import torch
 
-from conformance._asserts import Shape
-from conformance._examples import bools, int32, long
-from conformance.goldens import Case
+from conformance.golden.api import Case, Shape, bools, int32, long
 
 META = ("meta-indices", "meta-cu-seqlens", "meta-max-seqlen", "meta-return")
 UNPAD = ("unpad-binary", "unpad-indexed", "unpad-outputs")

@@ -11,9 +11,7 @@ import random
 
 import torch
 
-from conformance._asserts import Shape, Value
-from conformance._examples import bools, long
-from conformance.goldens import Case
+from conformance.golden.api import Case, Shape, Value, bools, long
 
 F, T = False, True
 IDS = long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]])

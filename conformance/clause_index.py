@@ -1,0 +1,310 @@
+"""The clause index: every SPEC.md clause, one hop from its code, its checks and its golden cases.
+
+``python -m conformance.clause_index --write`` renders ``docs/clauses.md``: for each clause the
+reference symbols that cite it (a literal ``[clause-id]`` in their docstring or comments), the
+conformance tests that cite it (``@pytest.mark.clause``) and the golden cases that pin it.
+``--check`` exits non-zero when the committed page is stale. ``tests/test_clause_index.py``
+runs the check and the lint below.
+
+The lint (``citation_problems``, ``tag_problems``) finds what makes a clause hard to follow:
+a wildcard (``[xdoc-*]``) or an unknown clause id in ``reference/``, ``conformance/`` or
+``golden/cases/``; an assert tag (``clause="…"`` or ``[id: …]``) inside a test that does not
+cite that clause in its marks, or that is not a clause id at all (``example-A``); a stale
+section sign (``§``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from conformance.spec import SPEC_PATH, spec_clauses, split_citation
+
+__all__ = [
+    "INDEX_PATH",
+    "citation_problems",
+    "cited_ids",
+    "conformance_citations",
+    "golden_citations",
+    "lint",
+    "reference_citations",
+    "render",
+    "tag_problems",
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+INDEX_PATH = ROOT / "docs" / "clauses.md"
+# Bracketed tags that are not clause citations but look like one.
+NOT_CLAUSES = frozenset({"batchspec-harness"})
+# A bracket group whose part before any ':' is a comma-separated list of clause-like ids.
+_TOKEN = r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9*]+)+(?:\.\d+)?"
+_GROUP = re.compile(rf"\[\s*({_TOKEN}(?:\s*,\s*{_TOKEN})*)\s*(?::[^\]]*)?\]", re.S)
+SHOWN = 6  # names listed per cell before "+N more"
+
+
+def cited_ids(text: str) -> list[tuple[int, str]]:
+    """``(offset, citation)`` for every clause-like id cited in brackets in ``text``:
+    ``[ctb-shift]``, ``[ctb-shift, ctb-positions: call]``, ``[ctb-input-errors.3]``; wildcards
+    and unknown ids are returned too (the lint judges them)."""
+    found = []
+    for group in _GROUP.finditer(text):
+        for token in re.split(r"\s*,\s*", group.group(1).strip()):
+            found.append((group.start(), token))
+    return found
+
+
+LINTED = ("reference", "conformance", "golden/cases")
+
+
+def lint(root: Path = ROOT) -> list[str]:
+    """Every citation and tag problem in ``reference/``, ``conformance/`` and
+    ``golden/cases/`` (this module, whose text shows the patterns it looks for, excepted)."""
+    known = set(spec_clauses())
+    problems = []
+    for folder in LINTED:
+        for path in sorted((root / folder).rglob("*.py")):
+            if path.resolve() == Path(__file__).resolve():
+                continue
+            text = path.read_text(encoding="utf-8")
+            rel = path.relative_to(root)
+            problems += citation_problems(rel, text, known)
+            if folder == "conformance" and path.name.startswith("test_"):
+                problems += tag_problems(rel, text, known)
+    return problems
+
+
+def citation_problems(path: Path, text: str, known: set[str]) -> list[str]:
+    """Wildcards, unknown ids and section signs in one file."""
+    problems = []
+    for offset, token in cited_ids(text):
+        line = text.count("\n", 0, offset) + 1
+        clause, _ = split_citation(token)
+        if "*" in token:
+            problems.append(f"{path}:{line}: wildcard clause citation [{token}]; cite the clause ids one by one")
+        elif clause not in known and not _not_a_clause(clause):
+            problems.append(f"{path}:{line}: unknown clause id [{token}]")
+    for match in re.finditer("§", text):
+        line = text.count("\n", 0, match.start()) + 1
+        problems.append(f"{path}:{line}: section sign; name the clause id or the section's title instead")
+    return problems
+
+
+def _not_a_clause(token: str) -> bool:
+    """Bracketed ids that are not clause citations: SPEC's decisions (``D-6``) and the
+    harness tag."""
+    return token in NOT_CLAUSES or re.fullmatch(r"D-\d+", token) is not None
+
+
+def _literal_prefix(node: ast.AST) -> str | None:
+    """A string constant, or the constant head of an f-string (``f"x.{i}"`` -> ``"x."``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return str(node.values[0].value)
+    return None
+
+
+def _marks(function: ast.FunctionDef) -> set[str]:
+    """The clause ids a test cites: its ``@pytest.mark.clause(...)`` decorators and the clause
+    marks of its ``pytest.param(..., marks=...)`` parameters."""
+    cited = set()
+    for node in ast.walk(ast.Module(body=list(function.decorator_list), type_ignores=[])):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "clause":
+            for arg in node.args:
+                head = _literal_prefix(arg)
+                if head is not None:
+                    cited.add(split_citation(head.rstrip("."))[0])
+    return cited
+
+
+def tag_problems(path: Path, text: str, known: set[str]) -> list[str]:
+    """Assert tags inside a test function that its marks do not cite, or that are no clause id.
+
+    A tag is a ``clause=`` keyword (a string, or the constant head of an f-string) or a
+    bracketed ``[id: …]`` / ``[id]`` inside a string of the test's body.
+    """
+    problems = []
+    for function in ast.walk(ast.parse(text)):
+        if not isinstance(function, ast.FunctionDef) or not function.name.startswith("test"):
+            continue
+        marks = _marks(function)
+        if not marks:
+            continue
+        body = function.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+            body = body[1:]  # the docstring may mention other clauses; only asserts are tags
+        nodes = list(ast.walk(ast.Module(body=body, type_ignores=[])))
+        # An f-string's text parts are read with the f-string, not again on their own.
+        parts = {id(v) for node in nodes if isinstance(node, ast.JoinedStr) for v in node.values}
+        for node in nodes:
+            tags: list[str] = []
+            if isinstance(node, ast.keyword) and node.arg == "clause":
+                head = _literal_prefix(node.value)
+                if head is not None:
+                    tags.extend(t for t in re.split(r"\s*,\s*", head.split(":")[0]) if t)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+                tags.extend(token for _, token in cited_ids(node.value))
+            elif isinstance(node, ast.JoinedStr):
+                text_parts = (v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+                tags.extend(token for _, token in cited_ids("".join(map(str, text_parts))))
+            for tag in tags:
+                clause = split_citation(tag.rstrip("."))[0]
+                if _not_a_clause(clause) or "*" in clause:
+                    continue
+                where = f"{path}:{getattr(node, 'lineno', function.lineno)}: {function.name}"
+                if clause not in known:
+                    problems.append(f"{where}: tag {tag!r} is not a clause id")
+                elif clause not in marks:
+                    problems.append(f"{where}: tag [{clause}] is not among the test's marks {sorted(marks)}")
+    return problems
+
+
+def reference_citations(root: Path = ROOT) -> dict[str, set[str]]:
+    """Clause id -> ``path::symbol`` of every reference function, method or class whose
+    docstring or body cites it (the innermost one around the citation), or ``path`` for a
+    citation at module level."""
+    index: dict[str, set[str]] = defaultdict(set)
+    for path in sorted((root / "reference").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        spans = []
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                spans.append((node.lineno, node.end_lineno or node.lineno, node))
+        rel = path.relative_to(root).as_posix()
+        for offset, token in cited_ids(text):
+            line = text.count("\n", 0, offset) + 1
+            around = [s for s in spans if s[0] <= line <= s[1]]
+            if around:
+                start, _, node = max(around, key=lambda s: s[0])
+                owner = [
+                    n for lo, hi, n in spans if lo <= start <= hi and isinstance(n, ast.ClassDef) and n is not node
+                ]
+                name = f"{owner[-1].name}.{node.name}" if owner else node.name
+                index[split_citation(token)[0]].add(f"{rel}::{name}")
+            else:
+                index[split_citation(token)[0]].add(rel)
+    return index
+
+
+def conformance_citations(root: Path = ROOT) -> dict[str, set[str]]:
+    """Clause id -> ``path::test`` of every conformance test that cites it, read from the
+    collected items' marks (parametrised tests once)."""
+    import pytest
+
+    class _Collector:
+        def __init__(self) -> None:
+            self.index: dict[str, set[str]] = defaultdict(set)
+
+        def pytest_collection_modifyitems(self, items):  # noqa: D401 - a pytest hook
+            for item in items:
+                test = item.nodeid.split("[")[0]
+                for mark in item.iter_markers("clause"):
+                    for cid in mark.args:
+                        self.index[split_citation(cid)[0]].add(test)
+
+    collector = _Collector()
+    code = pytest.main(
+        [str(root / "conformance"), "--collect-only", "-q", "-p", "no:cacheprovider", "--backend=reference"],
+        plugins=[collector],
+    )
+    if code not in (0, 5):
+        raise RuntimeError(f"collecting the conformance suite failed (pytest exit code {code})")
+    return collector.index
+
+
+def golden_citations() -> dict[str, set[str]]:
+    """Clause id -> the names of the golden cases that pin it."""
+    from conformance.goldens import all_cases
+
+    index: dict[str, set[str]] = defaultdict(set)
+    for case in all_cases():
+        for cid in case.clauses:
+            index[cid].add(case.name)
+    return index
+
+
+def _cell(names: set[str], link) -> str:
+    ordered = sorted(names)
+    shown = ", ".join(link(n) for n in ordered[:SHOWN])
+    more = f" +{len(ordered) - SHOWN} more" if len(ordered) > SHOWN else ""
+    return (f"{len(ordered)}: " if len(ordered) > 1 else "") + shown + more if ordered else "—"
+
+
+def render(reference: dict, conformance: dict, golden: dict, spec_path: Path = SPEC_PATH) -> str:
+    """The Markdown page: one table row per clause, grouped by SPEC section."""
+    text = spec_path.read_text(encoding="utf-8")
+    levels = spec_clauses(spec_path)
+    sections = [(m.start(), m.group(1)) for m in re.finditer(r"^## (\d+\. .+)$", text, re.M)]
+
+    def section_of(cid: str) -> str:
+        at = text.index(f"**[{cid}]**")
+        titles = [title for start, title in sections if start < at]
+        return titles[-1] if titles else "Preamble"
+
+    lines = [
+        "# Clause index",
+        "",
+        "Generated by `python -m conformance.clause_index --write` from SPEC.md, `reference/`, the",
+        "conformance tests' marks and `golden/cases/`; `tests/test_clause_index.py` fails when it is",
+        "stale. For each clause: the reference symbols that cite it, the conformance tests that cite",
+        "it, and the golden cases that pin it (their data: `golden/data/<case>/`).",
+    ]
+    current = None
+    for cid, level in levels.items():
+        section = section_of(cid)
+        if section != current:
+            current = section
+            lines += [
+                "",
+                f"## {section}",
+                "",
+                "| clause | level | reference | conformance tests | golden cases |",
+                "|---|---|---|---|---|",
+            ]
+
+        def ref_link(name: str) -> str:
+            return f"[`{name.split('::')[-1]}`](../{name.split('::')[0]})"
+
+        def test_link(name: str) -> str:
+            return f"[`{name.split('::')[-1]}`](../{name.split('::')[0]})"
+
+        def golden_link(name: str) -> str:
+            return f"[`{name}`](../golden/data/{name}/record.json)"
+
+        lines.append(
+            f"| [{cid}](../SPEC.md) | {level} | {_cell(reference.get(cid, set()), ref_link)} | "
+            f"{_cell(conformance.get(cid, set()), test_link)} | {_cell(golden.get(cid, set()), golden_link)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def build() -> str:
+    """The page as it should be now."""
+    return render(reference_citations(), conformance_citations(), golden_citations())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.clause_index", description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", action="store_true", help=f"write {INDEX_PATH.relative_to(ROOT)}")
+    group.add_argument("--check", action="store_true", help="exit 1 when the committed page is stale")
+    args = parser.parse_args(argv)
+    page = build()
+    if args.write:
+        INDEX_PATH.parent.mkdir(parents=True, exist_ok=True)
+        INDEX_PATH.write_text(page, encoding="utf-8")
+        print(f"wrote {INDEX_PATH.relative_to(ROOT)}")
+        return 0
+    if not INDEX_PATH.exists() or INDEX_PATH.read_text(encoding="utf-8") != page:
+        print(f"{INDEX_PATH.relative_to(ROOT)} is stale: run python -m conformance.clause_index --write")
+        return 1
+    print(f"{INDEX_PATH.relative_to(ROOT)} is current")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

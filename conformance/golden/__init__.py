@@ -1,0 +1,15 @@
+"""Golden files (``golden/`` at the repository root): defining, generating, storing, loading
+and running golden cases. One concern per module:
+
+- ``api``: the public case API that ``golden/cases/*.py`` import (``Case``, ``rows``, literals);
+- ``discovery``: finding the ``case_*`` functions of ``golden/cases/*.py``;
+- ``adapters``: one declarative adapter per contract function (inputs, call, capabilities,
+  key order), with ``inputs`` (building call arguments) and ``loader_script`` (loader scenarios);
+- ``errors``: ``GoldenError`` and the error-type map;
+- ``records`` and ``store``: serialisation, and verified loading (sha256 index, safetensors, JSON);
+- ``build`` (generation from the reference) and ``runner`` (a stored case against a backend);
+  both compare with the suite's own asserts, ``conformance/_asserts.py``;
+- ``render`` and ``commands``: SPEC.md's golden blocks, and ``python -m conformance.goldens``.
+
+``conformance.goldens`` re-exports the names other code uses.
+"""

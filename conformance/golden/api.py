@@ -1,0 +1,97 @@
+"""The public case API: everything a ``golden/cases/<area>.py`` module imports.
+
+``Case`` (one golden case) and ``rows`` (``convert_text_batch`` inputs) are defined here; the
+rest re-exports the suite's helpers under public names: tensor literals (``long``, ``int32``,
+``f32``, ``bools``, ``block_mask``), packed rows (``Row``, ``packed_row``, ``rows_of``), error
+facts (``Shape``, ``Value``) and the real Zephon pipeline over golden/corpus
+(``corpus_pipeline``). A case module imports nothing else from the suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance._asserts import Fact, Shape, Value
+from conformance._examples import block_mask, bools, f32, int32, long
+from conformance._zephon import Row, packed_row, rows_of
+
+__all__ = [
+    "Case",
+    "Fact",
+    "Row",
+    "Shape",
+    "Value",
+    "block_mask",
+    "bools",
+    "corpus_pipeline",
+    "f32",
+    "int32",
+    "long",
+    "packed_row",
+    "rows",
+    "rows_of",
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One golden case. ``expected`` given (hand-written) or ``error`` given: canon;
+    both ``None``: generated from the reference.
+
+    ``error`` is ``(type name, facts)``: the call raises that type (or a subclass) whose
+    message names every fact (``conformance._asserts.names``: a str as a whole word, an int as
+    a whole integer, ``Shape(...)``, ``Value(...)``); the wording is never pinned.
+    ``function`` names an adapter of ``conformance.golden.adapters`` (a contract function)."""
+
+    name: str
+    clauses: tuple[str, ...]
+    description: str
+    function: str
+    inputs: Mapping[str, Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    expected: Mapping[str, Any] | None = None
+    error: tuple[str, tuple[Fact, ...]] | None = None
+    keys: tuple[str, ...] | None = None  # canon only: the exact output keys, when the case pins them
+    # generated scripted cases only: the reference's run records a raised error on purpose (else
+    # generation refuses a generated case whose run raises: it would pin an accident)
+    expects_error: bool = False
+    # where the case comes from, e.g. "F07" (a field report of docs/sources.md#field-reports);
+    # recorded in the case's record.json only when given
+    source: str | None = None
+    generator: str = ""  # "golden/cases/<area>.py::case_<name>", filled in by discovery
+
+    @property
+    def kind(self) -> str:
+        return "canon" if self.expected is not None or self.error is not None else "generated"
+
+
+def rows(*rows: Row | Mapping[str, Any], **common: Any) -> dict[str, Any]:
+    """``convert_text_batch`` inputs: each ``Row`` (or ``{"row": Row, <record options>}``)
+    becomes ``{"tokens": int64, "positions": int64 | None, "padding_length": int | None, ...}``.
+    Record options: ``field`` (token field name), ``payload_dtype`` ("int32": torch payloads),
+    ``tags`` (replaces ``meta.tags["_packing_metadata"]``), ``drop_positions`` (delete
+    ``positions`` after the tag was computed), ``extra`` ({name: tensor} payload fields)."""
+    out = []
+    for item in rows:
+        options = dict(item) if isinstance(item, Mapping) else {"row": item}
+        row = options.pop("row")
+        out.append(
+            {
+                "tokens": long(list(row.tokens)),
+                "positions": None if row.positions is None else long(list(row.positions)),
+                "padding_length": row.padding_length,
+                **options,
+            }
+        )
+    return {"rows": out, **common}
+
+
+def corpus_pipeline(scratch_dir: Path, **options: Any):
+    """The real Zephon pipeline over golden/corpus (``conformance._pipelines.corpus_pipeline``:
+    inline runner, fixed seed, so deterministic); imported on first use."""
+    from conformance._pipelines import corpus_pipeline as build
+
+    return build(scratch_dir, **options)
