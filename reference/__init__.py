@@ -19,10 +19,9 @@ from reference.checkpoint import (
     pipeline_topology,
 )
 from reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
-from reference.datum import CROSS_ENTROPY_IGNORE_IDX, Datum, collate_datums
+from reference.datum import Datum, collate_datums
 from reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
 from reference.output import (
-    THD_LENGTH_PAD,
     apply_batched_output,
     block_causal_mask,
     check_output_format,
@@ -30,8 +29,10 @@ from reference.output import (
 )
 from reference.packing import (
     BATCH_OUTPUT_FORMATS,
+    CROSS_ENTROPY_IGNORE_IDX,
     DEFAULT_PACKED_SEQUENCE_CONTRACT,
     PACKED_MASK_TYPES,
+    THD_LENGTH_PAD,
     BatchOutputFormat,
     PackedMaskType,
     PackedSequenceContract,

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from reference.packing import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
+
 __all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
 
 # [dcoll-pad-values] The per-batch pad override: item 0 may carry {key: pad id} under this key.
@@ -25,13 +27,13 @@ PAD_TOKEN_IDS_KEY = "___PAD_TOKEN_IDS___"
 
 # [dcoll-pad-values] Built-in pad values of list fields; any other key pads with item 0's
 # last element.
-_DEFAULT_PAD_VALUES = {"labels": -100, "attention_mask": 0, "loss_mask": 0, "input_ids": 0}
+_DEFAULT_PAD_VALUES = {"labels": CROSS_ENTROPY_IGNORE_IDX, "attention_mask": 0, "loss_mask": 0, "input_ids": 0}
 
 # [thdcoll-synthesized] Labels appended when synthesis mode right-pads a sequence.
-_LABEL_PAD = -100
+_LABEL_PAD = CROSS_ENTROPY_IGNORE_IDX
 
 # [thdcoll-prepacked] Unused slots of seq_lens / seq_lens_padded.
-_SEQ_LENS_PAD = -1000
+_SEQ_LENS_PAD = THD_LENGTH_PAD
 
 
 def _pad_value(key: str, overrides: Mapping[str, Any] | None) -> Any:
@@ -227,7 +229,9 @@ def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str
     }
 
 
-def pack_features_for_thd(features: Sequence[Mapping[str, Any]], *, ignore_index: int = -100) -> dict[str, list]:
+def pack_features_for_thd(
+    features: Sequence[Mapping[str, Any]], *, ignore_index: int = CROSS_ENTROPY_IGNORE_IDX
+) -> dict[str, list]:
     """Join single-sequence features end to end into one pre-packed record [pack-features, pack-errors].
 
     Args:

@@ -19,11 +19,9 @@ from typing import Any
 import torch
 
 from reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
+from reference.packing import CROSS_ENTROPY_IGNORE_IDX
 
 __all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
-
-# The label value the loss skips.
-CROSS_ENTROPY_IGNORE_IDX = -100
 
 
 @dataclass

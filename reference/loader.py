@@ -41,6 +41,118 @@ __all__ = ["TOKEN_FIELD_CANDIDATES", "ZephonDataLoader", "convert_text_batch"]
 
 # [ctb-token-field] Zephon's own auto-detection order for the token field of a payload.
 TOKEN_FIELD_CANDIDATES = ("input_ids", "tokens", "token_ids", "ids")
+# [ctb-input-errors] item 6: token and position values must fit int64.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def convert_text_batch(
+    sample_batch: Any,
+    packing_contract: PackedSequenceContract,
+    ignore_index: int,
+    mask_segment_starts: bool,
+    allow_cross_document_attention: bool,
+    output_format: BatchOutputFormat = "batched",
+    pad_to_length: int | None = None,
+    pad_token_id: int | None = None,
+) -> TrainingBatch:
+    """Collate text rows into a ``TrainingBatch``.
+
+    Implements [ctb-token-field, ctb-positions, ctb-boundaries-from-zeros,
+    ctb-packed-needs-positions, ctb-extra-payload-ignored, ctb-shift, ctb-padding-labels,
+    ctb-padding-mask, ctb-cross-document-targets, ctb-segment-starts, ctb-document-ids,
+    ctb-attention-ids, ctb-xdoc, ctb-selected-ids, ctb-output-route, ctb-ignore-index,
+    ctb-option-types, ctb-no-mutation, ctb-input-errors, unpacked-padding, unpacked-same-route,
+    unpacked-errors, unpacked-pad-token-only-with-length, tb-shapes, tb-dtypes, tb-keys,
+    tb-device, tb-no-aliasing, contract-once, contract-no-revalidation]; SPEC.md's section
+    "``convert_text_batch``" is the definition, this docstring only the summary.
+
+    Args:
+        sample_batch: a ``zephon.SampleBatch`` of B records, each an unshifted 1-D token
+            field of length L (``TOKEN_FIELD_CANDIDATES``), optional ``positions`` [L] and
+            ``meta.padding_length``. Never modified.
+        packing_contract: mask type and metadata request (batched output only) and an
+            optional ``max_sequence_length`` (xdoc); read, never re-validated.
+        ignore_index: the value of masked labels (an ``int``).
+        mask_segment_starts: also mask labels whose target starts a subdocument (a ``bool``).
+        allow_cross_document_attention: xdoc, via ``enable_xdoc_attention`` (a ``bool``).
+        output_format: ``"batched"`` or ``"thd"``.
+        pad_to_length: unpacked route: right-pad every row to this unshifted length.
+        pad_token_id: the pad token of that route; ignored without ``pad_to_length``.
+
+    Returns:
+        A new mapping of CPU tensors, S = L - 1 (or ``pad_to_length - 1``): int64
+        ``input_ids``, ``labels``, ``position_ids``, ``document_ids``,
+        ``attention_document_ids`` and bool ``padding_mask``, all ``[B, S]``; batched output
+        adds ``_packed_seq_ids``, ``attention_mask`` (bool ``[B, 1, S, S]`` or int64
+        ``[B, S]``) and, on request, ``packed_token_indices``, int32 ``cu_seqlens`` and int
+        ``max_seqlen``; THD output adds int64 ``seq_lens``/``seq_lens_padded``
+        ``[B, max spans]`` and ``qkv_format``.
+
+    Raises:
+        TypeError: a mistyped option or input field ([ctb-option-types],
+            [ctb-input-errors] items 1, 4, 11, [unpacked-errors] items 1, 4).
+        ValueError: a malformed batch, row or option ([ctb-input-errors] items 2, 3, 5-10,
+            12, [ctb-token-field], [ctb-packed-needs-positions], [unpacked-errors] items 2,
+            3, 5, [types-output-format], [xdoc-contract]).
+    """
+    check_output_format(output_format)
+    # [ctb-option-types] a truthy string must never switch a policy on.
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__} {ignore_index!r}")
+    for name, flag in (
+        ("mask_segment_starts", mask_segment_starts),
+        ("allow_cross_document_attention", allow_cross_document_attention),
+    ):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
+    if pad_to_length is not None:
+        if isinstance(pad_to_length, bool) or not isinstance(pad_to_length, int):
+            raise TypeError(
+                f"pad_to_length must be an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}"
+            )
+        if pad_to_length < 2:
+            raise ValueError(f"pad_to_length must be >= 2 unshifted tokens, got {pad_to_length}")
+        if pad_token_id is None:
+            raise ValueError("pad_token_id is required with pad_to_length, got None")
+        if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int):
+            raise TypeError(f"pad_token_id must be an int, got {type(pad_token_id).__name__} {pad_token_id!r}")
+
+    # 1. Read and check every row [ctb-input-errors].
+    records = getattr(sample_batch, "records", None)
+    if records is None:
+        raise TypeError(f"sample_batch must be a zephon.SampleBatch with .records, got {type(sample_batch).__name__}")
+    if len(records) == 0:
+        raise ValueError("sample_batch must hold at least one record, got 0")
+    rows = [_read_row(record, b) for b, record in enumerate(records)]
+
+    # 2. Unpacked rows are right-padded to one length [unpacked-padding]; without
+    # pad_to_length, pad_token_id is ignored [unpacked-pad-token-only-with-length]. After this
+    # the unpacked route is the packed route [unpacked-same-route].
+    if pad_to_length is not None:
+        rows = [_pad_row(row, pad_to_length, pad_token_id, b) for b, row in enumerate(rows)]
+    lengths = [len(row.tokens) for row in rows]
+    if len(set(lengths)) != 1:
+        raise ValueError(
+            f"sample_batch rows must share one unshifted length without pad_to_length, got lengths {lengths}"
+        )
+    if lengths[0] < 2:
+        raise ValueError(
+            f"sample_batch record 0: rows must hold at least 2 unshifted tokens to shift, got {lengths[0]}"
+        )
+
+    # 3. Shift, mask and number subdocuments on the original boundaries.
+    batch = _shift_and_mask(rows, ignore_index, mask_segment_starts)
+    # 4. Attention membership [ctb-attention-ids], then the consumer's cross-document policy,
+    # which changes only position_ids and attention_document_ids [ctb-xdoc].
+    adapt_model_inputs(batch)
+    if allow_cross_document_attention:
+        enable_xdoc_attention(batch, packing_contract)
+    # 5. The output format, built from the selected ids [ctb-selected-ids]: THD lengths, or
+    # the batched mask/metadata route [ctb-output-route].
+    convert_batch_output(batch, output_format)
+    if output_format == "batched":
+        apply_batched_output(batch, packing_contract)
+    return batch
 
 
 @dataclass
@@ -50,9 +162,6 @@ class _Row:
     tokens: list[int]
     positions: list[int]
     padding_length: int
-
-
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _as_int_list(value: Any, field: str, row: int) -> list[int]:
@@ -222,133 +331,6 @@ def _shift_and_mask(rows: list[_Row], ignore_index: int, mask_segment_starts: bo
         "padding_mask": torch.tensor(padding_mask, dtype=torch.bool),
         "document_ids": torch.tensor(document_ids, dtype=torch.int64),
     }
-
-
-def convert_text_batch(
-    sample_batch: Any,
-    packing_contract: PackedSequenceContract,
-    ignore_index: int,
-    mask_segment_starts: bool,
-    allow_cross_document_attention: bool,
-    output_format: BatchOutputFormat = "batched",
-    pad_to_length: int | None = None,
-    pad_token_id: int | None = None,
-) -> TrainingBatch:
-    """Collate text rows into a ``TrainingBatch``.
-
-    Implements [ctb-token-field, ctb-positions, ctb-boundaries-from-zeros,
-    ctb-packed-needs-positions, ctb-extra-payload-ignored, ctb-shift, ctb-padding-labels,
-    ctb-padding-mask, ctb-cross-document-targets, ctb-segment-starts, ctb-document-ids,
-    ctb-attention-ids, ctb-xdoc, ctb-selected-ids, ctb-output-route, ctb-ignore-index,
-    ctb-option-types, ctb-no-mutation, ctb-input-errors, unpacked-padding, unpacked-same-route,
-    unpacked-errors, unpacked-pad-token-only-with-length, tb-shapes, tb-dtypes, tb-keys,
-    tb-device, tb-no-aliasing, contract-once, contract-no-revalidation].
-
-    Args:
-        sample_batch: a ``zephon.SampleBatch`` of B records. Each payload holds an
-            unshifted 1-D integer token field (the first of ``TOKEN_FIELD_CANDIDATES``) of
-            length L, and optionally 1-D ``positions`` [L] that restart at 0 at every
-            subdocument (and at the padding tail); ``meta.padding_length`` counts the
-            trailing pad tokens (``None`` = 0). A record without ``positions`` is one
-            document: ``0 .. L - n - 1`` over its real tokens, ``0 .. n - 1`` over its pad
-            tail. Never modified.
-        packing_contract: the model's requests. The mask type and metadata request apply to
-            ``"batched"`` output only; ``max_sequence_length`` bounds xdoc positions. Only the
-            attributes in use are read, never re-validated [contract-once,
-            contract-no-revalidation].
-        ignore_index: the label value excluded from loss.
-        mask_segment_starts: also exclude every label whose target starts an *original*
-            subdocument.
-        allow_cross_document_attention: join each row's subdocuments for attention and
-            number the row's positions continuously (``enable_xdoc_attention``).
-        output_format: ``"batched"`` (mask + optional metadata) or ``"thd"`` (lengths).
-        pad_to_length: the unshifted length every row is right-padded to when online
-            packing is off (then rows may differ in length); ``None`` for packed rows.
-        pad_token_id: the token written into that padding; required with
-            ``pad_to_length``, ignored without it.
-
-    Returns:
-        A new mapping, S = L - 1 (or ``pad_to_length - 1``): int64 ``input_ids``,
-        ``labels``, ``position_ids``, ``document_ids``, ``attention_document_ids`` [B, S];
-        bool ``padding_mask`` [B, S]. ``"batched"`` adds int64 ``_packed_seq_ids`` [B, S],
-        ``attention_mask`` (bool [B, 1, S, S] or int64 [B, S] by mask type) and, when the
-        contract asks, int64 ``packed_token_indices`` [B, S], int32 ``cu_seqlens``
-        [B, max id + 1] and int ``max_seqlen``. ``"thd"`` adds int64 ``seq_lens`` and
-        ``seq_lens_padded`` [B, max spans] (-1000 in unused slots) and ``qkv_format = "thd"``
-        [ctb-output-route, tb-keys]. Every tensor is new and on the CPU [tb-device,
-        tb-no-aliasing, ctb-no-mutation].
-
-    Raises:
-        TypeError: ``sample_batch`` has no ``records``; a token field or positions hold
-            non-integers; ``ignore_index`` is not an int, or a policy flag not a bool;
-            ``padding_length``, ``pad_to_length`` or ``pad_token_id`` has the wrong type; the
-            contract's metadata flag is not a bool.
-        ValueError: an empty batch; an empty record; rows shorter than 2 tokens; rows of
-            different lengths without ``pad_to_length``; a record longer than
-            ``pad_to_length``; ``pad_to_length < 2`` or without ``pad_token_id``;
-            positions of the wrong length, not starting at 0, or negative; a packed record
-            (``num_sequences > 1``) without positions; a ``padding_length`` that leaves no
-            real token; an unknown output format or mask type; xdoc positions at or past
-            ``max_sequence_length``.
-    """
-    check_output_format(output_format)
-    # [ctb-option-types] a truthy string must never switch a policy on.
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
-        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__} {ignore_index!r}")
-    for name, flag in (
-        ("mask_segment_starts", mask_segment_starts),
-        ("allow_cross_document_attention", allow_cross_document_attention),
-    ):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
-    if pad_to_length is not None:
-        if isinstance(pad_to_length, bool) or not isinstance(pad_to_length, int):
-            raise TypeError(
-                f"pad_to_length must be an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}"
-            )
-        if pad_to_length < 2:
-            raise ValueError(f"pad_to_length must be >= 2 unshifted tokens, got {pad_to_length}")
-        if pad_token_id is None:
-            raise ValueError("pad_token_id is required with pad_to_length, got None")
-        if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int):
-            raise TypeError(f"pad_token_id must be an int, got {type(pad_token_id).__name__} {pad_token_id!r}")
-
-    # 1. Read and check every row [ctb-input-errors].
-    records = getattr(sample_batch, "records", None)
-    if records is None:
-        raise TypeError(f"sample_batch must be a zephon.SampleBatch with .records, got {type(sample_batch).__name__}")
-    if len(records) == 0:
-        raise ValueError("sample_batch must hold at least one record, got 0")
-    rows = [_read_row(record, b) for b, record in enumerate(records)]
-
-    # 2. Unpacked rows are right-padded to one length [unpacked-padding]; without
-    # pad_to_length, pad_token_id is ignored [unpacked-pad-token-only-with-length]. After this
-    # the unpacked route is the packed route [unpacked-same-route].
-    if pad_to_length is not None:
-        rows = [_pad_row(row, pad_to_length, pad_token_id, b) for b, row in enumerate(rows)]
-    lengths = [len(row.tokens) for row in rows]
-    if len(set(lengths)) != 1:
-        raise ValueError(
-            f"sample_batch rows must share one unshifted length without pad_to_length, got lengths {lengths}"
-        )
-    if lengths[0] < 2:
-        raise ValueError(
-            f"sample_batch record 0: rows must hold at least 2 unshifted tokens to shift, got {lengths[0]}"
-        )
-
-    # 3. Shift, mask and number subdocuments on the original boundaries.
-    batch = _shift_and_mask(rows, ignore_index, mask_segment_starts)
-    # 4. Attention membership [ctb-attention-ids], then the consumer's cross-document policy,
-    # which changes only position_ids and attention_document_ids [ctb-xdoc].
-    adapt_model_inputs(batch)
-    if allow_cross_document_attention:
-        enable_xdoc_attention(batch, packing_contract)
-    # 5. The output format, built from the selected ids [ctb-selected-ids]: THD lengths, or
-    # the batched mask/metadata route [ctb-output-route].
-    convert_batch_output(batch, output_format)
-    if output_format == "batched":
-        apply_batched_output(batch, packing_contract)
-    return batch
 
 
 class ZephonDataLoader(Iterator[TrainingBatch]):

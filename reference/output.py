@@ -11,12 +11,14 @@ from __future__ import annotations
 import torch
 
 from reference.attention import TrainingBatch, contract_requests_metadata
-from reference.packing import BATCH_OUTPUT_FORMATS, PackedSequenceContract, build_packed_sequence_metadata
+from reference.packing import (
+    BATCH_OUTPUT_FORMATS,
+    THD_LENGTH_PAD,
+    PackedSequenceContract,
+    build_packed_sequence_metadata,
+)
 
 __all__ = ["THD_LENGTH_PAD", "apply_batched_output", "block_causal_mask", "check_output_format", "convert_batch_output"]
-
-# [thd-lengths] unused slots of seq_lens / seq_lens_padded.
-THD_LENGTH_PAD = -1000
 
 
 def check_output_format(output_format: object) -> None:

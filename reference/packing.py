@@ -16,6 +16,8 @@ import torch
 
 __all__ = [
     "BATCH_OUTPUT_FORMATS",
+    "CROSS_ENTROPY_IGNORE_IDX",
+    "THD_LENGTH_PAD",
     "BatchOutputFormat",
     "DEFAULT_PACKED_SEQUENCE_CONTRACT",
     "PACKED_MASK_TYPES",
@@ -26,6 +28,13 @@ __all__ = [
     "get_seqlens_in_batch",
     "get_unpad_data",
 ]
+
+# The label value a loss skips: upstream's CROSS_ENTROPY_IGNORE_IDX, the default ignore_index
+# of the collaters and the pad of collated labels [collate-padded, dcoll-pad-values].
+CROSS_ENTROPY_IGNORE_IDX: Final[int] = -100
+
+# Unused slots of THD seq_lens / seq_lens_padded [thd-lengths, thdcoll-prepacked].
+THD_LENGTH_PAD: Final[int] = -1000
 
 # [types-output-format] "batched" keeps [batch, sequence] tensors and honours the contract's
 # mask and metadata requests; "thd" adds the native length-based route.
