@@ -276,7 +276,7 @@ def render(reference: dict, conformance: dict, golden: dict, spec_path: Path = S
             return f"[`{name}`](../golden/data/{name}/record.json)"
 
         lines.append(
-            f"| [{cid}](../SPEC.md) | {level} | {_cell(reference.get(cid, set()), ref_link)} | "
+            f"| [{cid}](../SPEC.md#{cid}) | {level} | {_cell(reference.get(cid, set()), ref_link)} | "
             f"{_cell(conformance.get(cid, set()), test_link)} | {_cell(golden.get(cid, set()), golden_link)} |"
         )
     return "\n".join(lines) + "\n"

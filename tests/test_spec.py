@@ -40,9 +40,9 @@ def test_profiles_are_exactly_the_capabilities_and_cover_every_clause():
 
 def test_no_must_clause_hides_a_recommendation_or_a_permission():
     """A MUST clause states requirements only: SHOULD and MAY get clauses (or notes) of their own."""
-    bodies = re.split(r"\n- (?=\*\*\[)", SPEC)
+    bodies = re.split(r"\n- (?=(?:<a id=\"[a-z0-9-]+\"></a>)?\*\*\[)", SPEC)
     for body in bodies:
-        head = re.match(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)", body)
+        head = re.match(r"(?:<a id=\"[a-z0-9-]+\"></a>)?\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)", body)
         if head and head.group(2) == "MUST":
             clause = body.split("\n\n")[0]
             assert not re.search(r"\bSHOULD\b|\bMAY\b", clause), f"[{head.group(1)}] mixes levels: {clause[:200]}"
@@ -106,3 +106,9 @@ def test_enumerated_items_can_be_cited_and_unknown_items_stop_collection(tmp_pat
         target.unlink()
     assert run.returncode == 4, run.output[-2000:]
     assert "clause 'contract-validation' has no item 9 (its items: [1, 2, 3, 4, 5, 6])" in run.output
+
+
+def test_every_clause_has_an_anchor_to_link_to():
+    """docs/clauses.md and other pages link a clause as SPEC.md#<id>."""
+    for cid in spec_clauses():
+        assert f'<a id="{cid}"></a>**[{cid}]**' in SPEC, f"[{cid}] has no anchor"
