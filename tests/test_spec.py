@@ -112,3 +112,22 @@ def test_every_clause_has_an_anchor_to_link_to():
     """docs/clauses.md and other pages link a clause as SPEC.md#<id>."""
     for cid in spec_clauses():
         assert f'<a id="{cid}"></a>**[{cid}]**' in SPEC, f"[{cid}] has no anchor"
+
+
+def test_the_cases_and_tests_docs_sources_names_exist():
+    """Every ``conformance/<file>.py::<test>`` and golden case name docs/sources.md gives as
+    pinning a field report exists, so the page cannot point at removed or renamed checks."""
+    from conformance.goldens import all_cases
+
+    sources = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
+    for path, test in set(re.findall(r"(conformance/[a-z_/]+\.py)::([A-Za-z0-9_]+)", sources)):
+        module = ROOT / path
+        assert module.exists(), f"docs/sources.md names {path}, which does not exist"
+        assert re.search(rf"^def {test}\(", module.read_text(encoding="utf-8"), re.M), (
+            f"docs/sources.md names {path}::{test}, which does not exist"
+        )
+    cases = {case.name for case in all_cases()}
+    named = set(re.findall(r"`(test_[a-z0-9_]+)`", sources))
+    tests = {test for _, test in re.findall(r"(conformance/[a-z_/]+\.py)::([A-Za-z0-9_]+)", sources)}
+    stale = sorted(named - cases - tests)
+    assert not stale, f"docs/sources.md names golden cases that do not exist: {stale}"
