@@ -1,40 +1,35 @@
-"""The shared packed batch of SPEC.md's worked examples ("Worked example A (defaults)") and
-Example A's expected output, written by hand; used by several conformance modules."""
+"""The suite's literal helpers and the SPEC's constants, used by the conformance modules and
+(through the public case API, ``conformance.golden.api``) by ``golden/cases/*.py``.
+
+Hand-written expected values live in ``golden/cases/`` only; a conformance check that needs a
+golden case's input on a live object reads it from the stored case (``conformance._stored``).
+"""
 
 from __future__ import annotations
 
 import torch
 
-from conformance._zephon import Contract, Row, sample_batch
+from conformance._zephon import Contract, sample_batch
 
 __all__ = [
-    "EXAMPLE_A",
-    "EXAMPLE_IDS",
-    "EXAMPLE_ROWS",
-    "F",
-    "T",
+    "IGNORE_INDEX",
+    "THD_PAD",
+    "block_mask",
     "bools",
     "convert",
     "f32",
     "int32",
     "long",
-    "block_mask",
 ]
 
-F, T = False, True
+IGNORE_INDEX = -100
+"""SPEC.md's ``CROSS_ENTROPY_IGNORE_IDX``: the default ``ignore_index`` of ``to_features``,
+``collate_datums`` and ``pack_features_for_thd``, the pad value of padded labels in the
+collaters, and the ``ignore_index`` the worked examples pass to ``convert_text_batch``."""
 
-# The shared packed batch of SPEC.md's worked examples: B = 2, L = 9, S = 8, pad id 0.
-EXAMPLE_ROWS = [
-    Row(tokens=(11, 12, 13, 21, 22, 31, 32, 0, 0), positions=(0, 1, 2, 0, 1, 0, 1, 0, 1), padding_length=2),
-    Row(tokens=(41, 42, 43, 44, 45, 51, 52, 53, 0), positions=(0, 1, 2, 3, 4, 0, 1, 2, 0), padding_length=1),
-]
-EXAMPLE_IDS = [[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]
-
-# Example A's block-causal mask, written per query row: "1" = the query may attend to that key.
-EXAMPLE_A_MASK = (
-    "1....... 11...... 111..... ...1.... ...11... .....1.. .....11. ........",
-    "1....... 11...... 111..... 1111.... 11111... .....1.. .....11. .....111",
-)
+THD_PAD = -1000
+"""SPEC.md's fill of the unused slots of ``seq_lens`` / ``seq_lens_padded`` ([thd-lengths],
+[thdcoll-prepacked])."""
 
 
 def long(values) -> torch.Tensor:
@@ -71,7 +66,7 @@ def convert(
     rows,
     contract=DEFAULT_CONTRACT,
     *,
-    ignore_index=-100,
+    ignore_index=IGNORE_INDEX,
     mask_segment_starts=False,
     xdoc=False,
     output_format="batched",
@@ -89,15 +84,3 @@ def convert(
         pad_to_length,
         pad_token_id,
     )
-
-
-EXAMPLE_A = {
-    "input_ids": long([[11, 12, 13, 21, 22, 31, 32, 0], [41, 42, 43, 44, 45, 51, 52, 53]]),
-    "labels": long([[12, 13, 21, 22, 31, 32, -100, -100], [42, 43, 44, 45, 51, 52, 53, -100]]),
-    "position_ids": long([[0, 1, 2, 0, 1, 0, 1, 0], [0, 1, 2, 3, 4, 0, 1, 2]]),
-    "padding_mask": torch.tensor([[F, F, F, F, F, F, F, T], [F] * 8], dtype=torch.bool),
-    "document_ids": long(EXAMPLE_IDS),
-    "attention_document_ids": long(EXAMPLE_IDS),
-    "_packed_seq_ids": long(EXAMPLE_IDS),
-    "attention_mask": block_mask(*EXAMPLE_A_MASK),
-}

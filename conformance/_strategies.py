@@ -20,6 +20,7 @@ from typing import NamedTuple
 import torch
 from hypothesis import strategies as st
 
+from conformance._examples import IGNORE_INDEX
 from conformance._zephon import Contract, Row, packed_row
 
 __all__ = [
@@ -44,7 +45,7 @@ MAX_TOKEN_ID: int = 50
 PAD_TOKEN_ID: int = 0
 # [ctb-ignore-index] any int: upstream's -100, common alternatives, and values that are also
 # real token ids (0, 7) so that a masked label and a kept label can hold the same value.
-IGNORE_INDICES: tuple[int, ...] = (-100, -1, 0, 7, -7, 99999)
+IGNORE_INDICES: tuple[int, ...] = (IGNORE_INDEX, -1, 0, 7, -7, 99999)
 
 assert MAX_BATCH >= 1 and MAX_LEN >= 2, "BATCHSPEC_MAX_BATCH >= 1 and BATCHSPEC_MAX_LEN >= 2"  # sanity check
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import io
 import re
 import sys
 from collections import defaultdict
@@ -207,23 +209,26 @@ def conformance_citations(root: Path = ROOT) -> dict[str, set[str]]:
                         self.index[split_citation(cid)[0]].add(test)
 
     collector = _Collector()
-    code = pytest.main(
-        [str(root / "conformance"), "--collect-only", "-q", "-p", "no:cacheprovider", "--backend=reference"],
-        plugins=[collector],
-    )
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):  # pytest lists what it collected; not needed here
+        code = pytest.main(
+            [str(root / "conformance"), "--collect-only", "-qq", "-p", "no:cacheprovider", "--backend=reference"],
+            plugins=[collector],
+        )
     if code not in (0, 5):
-        raise RuntimeError(f"collecting the conformance suite failed (pytest exit code {code})")
+        raise RuntimeError(f"collecting the conformance suite failed (pytest exit code {code}):\n{listing.getvalue()}")
     return collector.index
 
 
 def golden_citations() -> dict[str, set[str]]:
-    """Clause id -> the names of the golden cases that pin it."""
+    """Clause id -> the names of the golden cases that pin it (a case citing one enumerated
+    item, ``"ctb-input-errors.3"``, pins its clause)."""
     from conformance.goldens import all_cases
 
     index: dict[str, set[str]] = defaultdict(set)
     for case in all_cases():
         for cid in case.clauses:
-            index[cid].add(case.name)
+            index[split_citation(cid)[0]].add(case.name)
     return index
 
 

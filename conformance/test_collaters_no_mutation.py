@@ -7,8 +7,9 @@ place (issue #3933). Each check below snapshots everything a call receives (the 
 every item mapping and its key order, every list, every tensor's identity, dtype, shape,
 stride, storage offset, data pointer and values; ``conformance._storage.input_state``), calls
 the collater once, and compares. Items hold lists, 1-D ``[S]`` tensors and 2-D ``[1, S]`` /
-``[B_i, D]`` tensors, with ``___PAD_TOKEN_IDS___`` in item 0. Inputs are written by hand; the
-code under test is reached only through the ``backend`` fixture.
+``[B_i, D]`` tensors, with ``___PAD_TOKEN_IDS___`` in item 0. Inputs are written by hand (the
+pre-packed items are read from their golden case, ``conformance._stored``); the code under test
+is reached only through the ``backend`` fixture.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import numpy as np
 import pytest
 import torch
 
+from conformance._examples import IGNORE_INDEX
 from conformance._storage import input_state, state_changes
+from conformance._stored import stored_inputs
 
 PAD = "___PAD_TOKEN_IDS___"
-X = -100
+X = IGNORE_INDEX
 
 
 def _t(values, dtype=torch.int64):
@@ -82,27 +85,16 @@ DEFAULT_COLLATER_INPUTS = {
 
 
 def _prepacked(as_tensors: bool):
-    def field(values):
-        return _t(values) if as_tensors else list(values)
-
-    return [
-        {
-            "input_ids": field([1, 2, 3, 99, 4, 5]),
-            "labels": field([2, 3, X, X, 5, X]),
-            "position_ids": field([0, 1, 2, 0, 0, 1]),
-            "seq_lens": [3, 2],
-            "seq_lens_padded": [4, 2],
-            "attention_mask": field([1] * 6),
-            PAD: {"input_ids": 0, "labels": X},
-        },
-        {
-            "input_ids": field([6, 7, 8, 9, 10, 11]),
-            "labels": field([7, X, 9, X, 11, X]),
-            "position_ids": field([0, 1, 0, 1, 0, 1]),
-            "seq_lens": [2, 2, 2],
-            "seq_lens_padded": [2, 2, 2],
-        },
-    ]
+    """Golden case test_thd_collater_prepacked_items_are_stacked's two pre-packed items, item 0
+    with an attention_mask and the pad override too."""
+    items = stored_inputs("test_thd_collater_prepacked_items_are_stacked")["batch"]
+    items[0].update({"attention_mask": [1] * 6, PAD: {"input_ids": 0, "labels": X}})
+    if as_tensors:
+        for item in items:
+            for key in ("input_ids", "labels", "position_ids", "attention_mask"):
+                if key in item:
+                    item[key] = _t(item[key])
+    return items
 
 
 def _unpacked(as_tensors: bool):

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conformance._asserts import Value, assert_raises
+from conformance._examples import IGNORE_INDEX
 from conformance._pipelines import RecordingPipeline, corpus_pipeline
 from conformance._zephon import Contract, packed_row, sample_batch
 
@@ -170,7 +171,7 @@ def test_close_releases_real_zephon_workers(backend, tmp_path):
     convert = functools.partial(
         backend.convert_text_batch,
         packing_contract=Contract(),
-        ignore_index=-100,
+        ignore_index=IGNORE_INDEX,
         mask_segment_starts=False,
         allow_cross_document_attention=False,
     )

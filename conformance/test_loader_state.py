@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance._asserts import assert_batch_equal, assert_raises
+from conformance._examples import IGNORE_INDEX
 from conformance._pipelines import (
     SpyPipeline,
     corpus_pipeline,
@@ -401,7 +402,7 @@ def test_corpus_pipeline_resumes_exactly(backend, scratch):
     convert = functools.partial(
         backend.convert_text_batch,
         packing_contract=Contract(),
-        ignore_index=-100,
+        ignore_index=IGNORE_INDEX,
         mask_segment_starts=True,
         allow_cross_document_attention=False,
     )

@@ -28,10 +28,9 @@ from hypothesis import strategies as st
 
 from conformance import _strategies as cs
 from conformance._asserts import assert_batch_equal, assert_tensor_equal
-from conformance._examples import convert
+from conformance._examples import IGNORE_INDEX, THD_PAD, convert
 from conformance._zephon import Contract, Row, describe_rows, row_positions
 
-THD_PAD = -1000  # [thd-lengths] unused slots of seq_lens / seq_lens_padded
 TOKEN_KEYS = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
 BATCHED_ROUTE_KEYS = frozenset(
     {"attention_mask", "_packed_seq_ids", "packed_token_indices", "cu_seqlens", "max_seqlen"}
@@ -39,7 +38,7 @@ BATCHED_ROUTE_KEYS = frozenset(
 THD_ROUTE_KEYS = frozenset({"seq_lens", "seq_lens_padded", "qkv_format"})
 # Ignore indices that no token drawn in this module takes, so that ``labels == ignore_index``
 # identifies exactly the masked labels (tokens may still be 0, 7, 99999: other ignore indices).
-SENTINEL_IGNORE_INDICES = (-100, -1, -7, 99999)
+SENTINEL_IGNORE_INDICES = (IGNORE_INDEX, -1, -7, 99999)
 
 
 # -- drawing options ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from conformance._corpus import BOS_ID, EOS_ID, CorpusTokenizer, corpus_bytes
+from conformance._examples import IGNORE_INDEX
 from conformance._invariants import check_converted_batch
 from conformance._pipelines import corpus_pipeline
 from conformance._zephon import Contract, rows_of
@@ -22,7 +23,7 @@ BATCH_SIZE = 4
 NUM_BATCHES = 20
 
 CONFIGS = [
-    ("block-causal-metadata", Contract("block_causal", True), -100, False),
+    ("block-causal-metadata", Contract("block_causal", True), IGNORE_INDEX, False),
     ("document-ids-segment-starts", Contract("document_ids", False), -1, True),
 ]
 

@@ -13,8 +13,8 @@ in the received mapping and left untouched, and nothing returned shares storage 
 "Share storage" is checked on memory (``conformance._storage``): two views of one storage
 share it even when their elements do not overlap.
 
-Inputs are written by hand; the code under test is reached only through the ``backend``
-fixture.
+Inputs are written by hand or, where a golden case holds them, read from that stored case
+(``conformance._stored``); the code under test is reached only through the ``backend`` fixture.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ import numpy as np
 import pytest
 import torch
 
-from conformance._examples import EXAMPLE_ROWS, long
+from conformance._examples import IGNORE_INDEX, long
 from conformance._storage import shared_storage, tensors_in
+from conformance._stored import stored_inputs, stored_rows
 from conformance._zephon import Contract, Row, describe_rows, payload_form, sample_batch
 
 
@@ -46,7 +47,9 @@ DEVICES = _available_devices()
 
 # -- convert_text_batch configurations ---------------------------------------------------------
 
-UNPACKED_ROWS = [Row((5, 6, 7), None, None), Row((8, 9, 10, 11, 12), None, None), Row((1, 2, 0), None, 1)]
+EXAMPLE_ROWS = stored_rows()  # worked example A's packed batch
+# worked example E's records, and one with padding already
+UNPACKED_ROWS = stored_rows("test_example_e_unpacked") + [Row((1, 2, 0), None, 1)]
 
 
 def _convert_configs() -> list:
@@ -91,7 +94,7 @@ def _call_convert(backend, options: Mapping[str, Any], form: str = "lists"):
     out = backend.convert_text_batch(
         batch,
         options["contract"],
-        -100,
+        IGNORE_INDEX,
         False,
         options["xdoc"],
         options["output_format"],
@@ -153,11 +156,13 @@ def test_convert_text_batch_returns_cpu_tensors(backend, options):
 
 
 def _ids(device):
-    return long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]).to(device)
+    """Worked example A's document ids (golden case test_adapt_without_eligibility's input)."""
+    return stored_inputs("test_adapt_without_eligibility")["batch"]["document_ids"].to(device)
 
 
 def _positions(device):
-    return long([[0, 1, 2, 0, 1, 0, 1, 0], [0, 1, 2, 3, 4, 0, 1, 2]]).to(device)
+    """Worked example A's position ids (golden case test_adapt_without_eligibility's input)."""
+    return stored_inputs("test_adapt_without_eligibility")["batch"]["position_ids"].to(device)
 
 
 @pytest.mark.requires("adapt_model_inputs")

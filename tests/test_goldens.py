@@ -17,7 +17,7 @@ import pytest
 
 from conformance import goldens
 from conformance.goldens import GoldenError, load_all
-from conformance.spec import spec_clauses
+from conformance.spec import spec_clause_items, spec_clauses, split_citation
 
 REPO = Path(__file__).resolve().parents[1]
 MIN_CASES = 150
@@ -73,7 +73,11 @@ def test_at_least_150_cases_load_through_the_verified_path():
 
 
 def test_every_must_clause_is_covered_by_a_golden_case():
-    covered = {clause for case in load_all() for clause in case.clauses}
+    cited = {citation for case in load_all() for citation in case.clauses}
+    items = spec_clause_items()
+    bad_items = sorted(c for c in cited if split_citation(c)[1] not in items.get(split_citation(c)[0], set()) | {None})
+    assert not bad_items, f"golden cases cite enumerated items their clause does not have: {bad_items}"
+    covered = {split_citation(citation)[0] for citation in cited}  # an item "id.N" covers its clause "id"
     known = spec_clauses()
     unknown = sorted(covered - set(known))
     assert not unknown, f"golden cases cite clauses SPEC.md does not define: {unknown}"

@@ -20,7 +20,9 @@ from typing import Any
 
 import torch
 
+from conformance._examples import IGNORE_INDEX
 from conformance._state_script import run_state_script
+from conformance._zephon import Contract
 from conformance.golden.errors import GoldenError
 from conformance.golden.inputs import build_contract, build_datum, build_sample_batch, payload_state, tensors_in
 from conformance.golden.loader_script import run_loader
@@ -67,7 +69,7 @@ def _convert_text_batch(impl, inputs, o):
     out = impl.convert_text_batch(
         batch,
         build_contract(o.get("contract")),
-        o.get("ignore_index", -100),
+        o.get("ignore_index", IGNORE_INDEX),
         o.get("mask_segment_starts", False),
         o.get("xdoc", False),
         o.get("output_format", "batched"),
@@ -106,7 +108,9 @@ def _convert_batch_output(impl, inputs, o):
 
 
 def _require_supported_packing_contract(impl, inputs, o):
-    contract = SimpleNamespace(**o["contract"])
+    # a plain object with exactly the given attributes, or (option "dataclass") the suite's frozen
+    # dataclass Contract, its unnamed fields at their defaults
+    contract = Contract(**o["contract"]) if o.get("dataclass") else SimpleNamespace(**o["contract"])
     before = dict(vars(contract))
     result = impl.require_supported_packing_contract(contract)
     return {"returns": result}, ([] if vars(contract) == before else ["the contract was modified"])
@@ -163,8 +167,11 @@ def _collate_datums(impl, inputs, o):
 
 
 def _default_collater(impl, inputs, o):
-    args = [o["pad_seq_len_divisible"]] if "pad_seq_len_divisible" in o else []
-    return impl.default_collater(inputs["batch"], *args), []
+    if "pad_seq_len_divisible" not in o:
+        return impl.default_collater(inputs["batch"]), []
+    if o.get("keyword"):  # pad_seq_len_divisible passed by keyword
+        return impl.default_collater(inputs["batch"], pad_seq_len_divisible=o["pad_seq_len_divisible"]), []
+    return impl.default_collater(inputs["batch"], o["pad_seq_len_divisible"]), []
 
 
 def _packed_sequence_thd_collater(impl, inputs, o):

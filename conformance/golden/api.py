@@ -2,7 +2,8 @@
 
 ``Case`` (one golden case) and ``rows`` (``convert_text_batch`` inputs) are defined here; the
 rest re-exports the suite's helpers under public names: tensor literals (``long``, ``int32``,
-``f32``, ``bools``, ``block_mask``), packed rows (``Row``, ``packed_row``, ``rows_of``), error
+``f32``, ``bools``, ``block_mask``), the SPEC's constants (``IGNORE_INDEX`` = -100,
+``THD_PAD`` = -1000), packed rows (``Row``, ``packed_row``, ``rows_of``), error
 facts (``Shape``, ``Value``) and the real Zephon pipeline over golden/corpus
 (``corpus_pipeline``). A case module imports nothing else from the suite.
 """
@@ -15,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from conformance._asserts import Fact, Shape, Value
-from conformance._examples import block_mask, bools, f32, int32, long
+from conformance._examples import IGNORE_INDEX, THD_PAD, block_mask, bools, f32, int32, long
 from conformance._zephon import Row, packed_row, rows_of
 
 __all__ = [
+    "IGNORE_INDEX",
+    "THD_PAD",
     "Case",
     "Fact",
     "Row",

@@ -7,6 +7,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from conformance._examples import IGNORE_INDEX
 from conformance._pipelines import RecordingPipeline
 from conformance.golden.errors import GoldenError
 from conformance.golden.inputs import build_contract, build_sample_batch, payload_state
@@ -30,7 +31,7 @@ def run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> tu
     convert = functools.partial(
         impl.convert_text_batch,
         packing_contract=contract,
-        ignore_index=o.get("ignore_index", -100),
+        ignore_index=o.get("ignore_index", IGNORE_INDEX),
         mask_segment_starts=o.get("mask_segment_starts", False),
         allow_cross_document_attention=o.get("xdoc", False),
         output_format=output_format,

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from conformance.golden.api import Case, Row, long, rows
 
-VALID = ("contract-validation", "types-contract", "types-mask-type")
+VALID = ("contract-validation", "types-contract", "types-mask-type", "contract-metadata-flag")
+INVALID = ("contract-validation", "contract-metadata-flag", "types-mask-type")
 
 
-def _validate(name, contract, error=None, clauses=VALID, description=""):
+def _validate(name, contract, error=None, clauses=VALID, description="", dataclass=False):
+    """``require_supported_packing_contract`` on a plain object with exactly the attributes of
+    ``contract``, or (``dataclass``) on the suite's frozen dataclass ``Contract`` built from them."""
     return Case(
         name=f"test_contract_{name}",
         clauses=clauses,
         description=description or name.replace("_", " "),
         function="require_supported_packing_contract",
         inputs={},
-        options={"contract": contract},
+        options={"contract": contract, **({"dataclass": True} if dataclass else {})},
         expected=None if error else {"returns": None},
         error=error,
     )
@@ -24,7 +27,7 @@ def _validate(name, contract, error=None, clauses=VALID, description=""):
 def case_default_contract():
     return Case(
         name="test_contract_default",
-        clauses=("types-default-contract",),
+        clauses=("types-default-contract", "types-mask-type"),
         description="DEFAULT_PACKED_SEQUENCE_CONTRACT: block_causal, no metadata, no ids, no bound, immutable",
         function="DEFAULT_PACKED_SEQUENCE_CONTRACT",
         inputs={},
@@ -103,16 +106,87 @@ def case_invalid_contracts():
             ("max_sequence_length",),
         ),
     ]
+    items = {"no_mask_type": 1, "no_metadata_flag": 2}  # the [contract-validation] item a case checks
     return [
         _validate(
             f"rejects_{n}",
             c,
             error=(k, w),
-            clauses=("contract-validation", "contract-metadata-flag")
-            if "flag" in n
-            else ("contract-validation", "types-mask-type"),
+            clauses=(
+                ("contract-validation", "contract-metadata-flag")
+                if "flag" in n
+                else ("contract-validation", "types-mask-type")
+            )
+            + ((f"contract-validation.{items[n]}",) if n in items else ()),
         )
         for n, c, k, w in bad
+    ]
+
+
+def case_dataclass_contracts():
+    """The same rules on the suite's frozen dataclass ``Contract`` (unnamed fields at their
+    defaults), and on plain objects the cases above do not cover."""
+    valid = [
+        (
+            "dataclass_block_causal",
+            {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False},
+            True,
+        ),
+        ("dataclass_document_ids", {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}, True),
+        (
+            "dataclass_all_fields",
+            {
+                "packed_mask_type": "document_ids",
+                "return_packed_sequence_metadata": False,
+                "return_document_ids": True,
+                "max_sequence_length": 4096,
+            },
+            True,
+        ),
+        ("structural_metadata", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": True}, False),
+        (
+            "legacy_flag_false",
+            {"packed_mask_type": "document_ids", "requires_packed_sequence_metadata": False},
+            False,
+        ),
+    ]
+    # (name, contract, plain object rather than dataclass, error type, facts, the [contract-validation] item)
+    bad = [
+        ("dataclass_unknown_mask_type", {"packed_mask_type": "flash_varlen"}, "ValueError", ("packed_mask_type",), 5),
+        (
+            "dataclass_metadata_flag_not_bool",
+            {"return_packed_sequence_metadata": 1},
+            "TypeError",
+            ("return_packed_sequence_metadata",),
+            2,
+        ),
+        (
+            "legacy_flag_not_bool",
+            {"packed_mask_type": "block_causal", "requires_packed_sequence_metadata": "no"},
+            "TypeError",
+            ("requires_packed_sequence_metadata",),
+            2,
+        ),
+        (
+            "dataclass_document_ids_flag_not_bool",
+            {"return_document_ids": "yes"},
+            "TypeError",
+            ("return_document_ids",),
+            3,
+        ),
+        ("dataclass_length_not_int", {"max_sequence_length": 2.5}, "TypeError", ("max_sequence_length",), 4),
+        ("dataclass_length_bool", {"max_sequence_length": True}, "TypeError", ("max_sequence_length",), 4),
+        ("dataclass_length_zero", {"max_sequence_length": 0}, "ValueError", ("max_sequence_length",), 6),
+    ]
+    return [_validate(n, c, dataclass=d) for n, c, d in valid] + [
+        _validate(
+            f"rejects_{n}",
+            c,
+            error=(k, w),
+            clauses=INVALID + (f"contract-validation.{item}",),
+            dataclass=n.startswith("dataclass_"),
+        )
+        for n, c, k, w, item in bad
     ]
 
 

@@ -1,7 +1,8 @@
-"""Golden cases for SPEC.md's "``TrainingBatch`` fields", "``convert_text_batch``" and "Output
-formats": ``convert_text_batch`` (worked examples A-G, bad inputs, the unpacked route). Every
-``expected`` is a hand-written literal from SPEC.md's worked examples, copied from
-conformance/test_convert_text_batch.py.
+"""Golden cases for SPEC.md's "``TrainingBatch`` fields", "``convert_text_batch``", "The unpacked
+route" and "Output formats": ``convert_text_batch`` (worked examples A-G, bad inputs, the
+unpacked route, xdoc's bound). Every ``expected`` is a literal written by hand from SPEC.md's
+worked examples and clauses; this module is its only home (the conformance modules keep only
+what a stored case cannot express).
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import torch
 from conformance.golden.api import Case, Row, Value, block_mask, bools, int32, long, packed_row, rows
 
 F, T = False, True
-EXAMPLE_ROWS = rows(
-    Row(tokens=(11, 12, 13, 21, 22, 31, 32, 0, 0), positions=(0, 1, 2, 0, 1, 0, 1, 0, 1), padding_length=2),
-    Row(tokens=(41, 42, 43, 44, 45, 51, 52, 53, 0), positions=(0, 1, 2, 3, 4, 0, 1, 2, 0), padding_length=1),
-)
+# The shared packed batch of SPEC.md's worked examples: B = 2, L = 9, S = 8, pad id 0.
+ROW_0 = Row(tokens=(11, 12, 13, 21, 22, 31, 32, 0, 0), positions=(0, 1, 2, 0, 1, 0, 1, 0, 1), padding_length=2)
+ROW_1 = Row(tokens=(41, 42, 43, 44, 45, 51, 52, 53, 0), positions=(0, 1, 2, 3, 4, 0, 1, 2, 0), padding_length=1)
+EXAMPLE_ROWS = rows(ROW_0, ROW_1)
 IDS = [[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]
 JOINED = [[1, 1, 1, 1, 1, 1, 1, 0], [1] * 8]
 BATCHED_KEYS = (
@@ -106,7 +107,14 @@ def case_example_b():
 def case_example_c():
     return Case(
         name="test_example_c_xdoc",
-        clauses=("ctb-xdoc", "ctb-selected-ids", "xdoc-positions", "xdoc-attention-ids"),
+        clauses=(
+            "ctb-xdoc",
+            "ctb-selected-ids",
+            "xdoc-positions",
+            "xdoc-attention-ids",
+            "batched-block-causal",
+            "batched-packed-seq-ids",
+        ),
         description="Example C: xdoc joins each row's subdocuments and numbers positions continuously",
         function="convert_text_batch",
         inputs=EXAMPLE_ROWS,
@@ -125,6 +133,27 @@ def case_example_c():
     )
 
 
+EXAMPLE_D = {
+    **{k: v for k, v in EXAMPLE_A.items() if k in THD_KEYS},
+    "seq_lens": long([[3, 2, 2], [5, 3, -1000]]),
+    "seq_lens_padded": long([[3, 2, 3], [5, 3, -1000]]),
+    "qkv_format": "thd",
+}
+
+
+def case_example_c_untouched():
+    return Case(
+        name="test_example_c_leaves_the_other_fields_untouched",
+        clauses=("xdoc-untouched",),
+        description="Example C: xdoc leaves input_ids, padding_mask and document_ids as in Example A (its labels: "
+        "test_example_c_xdoc)",
+        function="convert_text_batch",
+        inputs=EXAMPLE_ROWS,
+        options={"xdoc": True},
+        expected={k: EXAMPLE_A[k] for k in ("input_ids", "padding_mask", "document_ids")},
+    )
+
+
 def case_example_d():
     return Case(
         name="test_example_d_thd",
@@ -133,12 +162,21 @@ def case_example_d():
         function="convert_text_batch",
         inputs=EXAMPLE_ROWS,
         options={"output_format": "thd"},
-        expected={
-            **{k: v for k, v in EXAMPLE_A.items() if k in THD_KEYS},
-            "seq_lens": long([[3, 2, 2], [5, 3, -1000]]),
-            "seq_lens_padded": long([[3, 2, 3], [5, 3, -1000]]),
-            "qkv_format": "thd",
-        },
+        expected=EXAMPLE_D,
+        keys=THD_KEYS,
+    )
+
+
+def case_example_d_ignores_the_contract():
+    return Case(
+        name="test_example_d_thd_ignores_the_contract",
+        clauses=("ctb-output-route", "thd-lengths", "thd-qkv-format", "tb-dtypes", "tb-keys"),
+        description="Example D under a document_ids contract that requests metadata: THD output holds no mask "
+        "and no metadata",
+        function="convert_text_batch",
+        inputs=EXAMPLE_ROWS,
+        options={"output_format": "thd", "contract": DOC_META},
+        expected=EXAMPLE_D,
         keys=THD_KEYS,
     )
 
@@ -162,29 +200,114 @@ def case_example_d_prime():
     )
 
 
+EXAMPLE_E_ROWS = rows(Row((5, 6, 7), None, None), Row((8, 9, 10, 11, 12), None, None))
+E_IDS = [[1, 1, 1, 0, 0], [1] * 5]
+EXAMPLE_E = {
+    "input_ids": long([[5, 6, 7, 0, 0], [8, 9, 10, 11, 12]]),
+    "labels": long([[6, 7, -100, -100, -100], [9, 10, 11, 12, -100]]),
+    "position_ids": long([[0, 1, 2, 0, 1], [0, 1, 2, 3, 4]]),
+    "padding_mask": bools([[F, F, F, T, T], [F] * 5]),
+    "document_ids": long(E_IDS),
+    "attention_document_ids": long(E_IDS),
+    "_packed_seq_ids": long(E_IDS),
+    "attention_mask": block_mask("1.... 11... 111.. ..... .....", "1.... 11... 111.. 1111. 11111"),
+}
+
+
 def case_example_e():
     return Case(
         name="test_example_e_unpacked",
         clauses=("unpacked-padding", "unpacked-same-route", "tb-shapes"),
         description="Example E: records without positions padded to pad_to_length=6",
         function="convert_text_batch",
-        inputs=rows(Row((5, 6, 7), None, None), Row((8, 9, 10, 11, 12), None, None)),
+        inputs=EXAMPLE_E_ROWS,
         options={"pad_to_length": 6, "pad_token_id": 0},
-        expected={
-            "input_ids": long([[5, 6, 7, 0, 0], [8, 9, 10, 11, 12]]),
-            "labels": long([[6, 7, -100, -100, -100], [9, 10, 11, 12, -100]]),
-            "position_ids": long([[0, 1, 2, 0, 1], [0, 1, 2, 3, 4]]),
-            "padding_mask": bools([[F, F, F, T, T], [F] * 5]),
-            "document_ids": long([[1, 1, 1, 0, 0], [1] * 5]),
-        },
+        expected=EXAMPLE_E,
         keys=BATCHED_KEYS,
     )
+
+
+def case_example_e_variants():
+    return [
+        Case(
+            name="test_example_e_honours_the_contract",
+            clauses=("unpacked-same-route", "batched-metadata"),
+            description="Example E with a document_ids contract that requests metadata: the contract applies to "
+            "unpacked rows too (A13)",
+            function="convert_text_batch",
+            inputs=EXAMPLE_E_ROWS,
+            options={"pad_to_length": 6, "pad_token_id": 0, "contract": DOC_META},
+            expected={
+                "attention_mask": long(E_IDS),
+                "packed_token_indices": long([[0, 1, 2, -1, -1], [0, 1, 2, 3, 4]]),
+                "cu_seqlens": int32([[0, 3], [0, 5]]),
+                "max_seqlen": 5,
+            },
+        ),
+        Case(
+            name="test_example_e_pad_token_id_fills_only_the_padding",
+            clauses=("unpacked-padding",),
+            description="Example E with pad_token_id=99: only the pad slots of input_ids change",
+            function="convert_text_batch",
+            inputs=EXAMPLE_E_ROWS,
+            options={"pad_to_length": 6, "pad_token_id": 99},
+            expected={**EXAMPLE_E, "input_ids": long([[5, 6, 7, 99, 99], [8, 9, 10, 11, 12]])},
+        ),
+        Case(
+            name="test_unpacked_packed_row_extends_its_pad_tail",
+            clauses=("unpacked-padding",),
+            description="a packed record with padding already ([1,2] [3] + 1 pad), padded to 6: the appended pads "
+            "continue the tail's positions",
+            function="convert_text_batch",
+            inputs=rows(Row((1, 2, 3, 0), (0, 1, 0, 0), 1)),
+            options={"pad_to_length": 6, "pad_token_id": 0},
+            expected={
+                "input_ids": long([[1, 2, 3, 0, 0]]),
+                "labels": long([[2, 3, -100, -100, -100]]),
+                "position_ids": long([[0, 1, 0, 0, 1]]),
+                "padding_mask": bools([[F, F, F, T, T]]),
+                "document_ids": long([[1, 1, 2, 0, 0]]),
+            },
+        ),
+        Case(
+            name="test_example_e_without_pad_to_length_is_ragged",
+            clauses=("ctb-input-errors",),
+            description="Example E's records without pad_to_length are ragged: ValueError naming both lengths",
+            function="convert_text_batch",
+            inputs=EXAMPLE_E_ROWS,
+            error=("ValueError", (3, 5)),
+        ),
+    ] + [
+        Case(
+            name=f"test_example_e_unpacked_rejects_{name}",
+            clauses=("unpacked-errors",),
+            description=f"Example E's records, unpacked: {name.replace('_', ' ')}",
+            function="convert_text_batch",
+            inputs=EXAMPLE_E_ROWS,
+            options=options,
+            error=(kind, facts),
+        )
+        for name, options, kind, facts in (
+            ("no_pad_token", {"pad_to_length": 6, "pad_token_id": None}, "ValueError", ("pad_token_id",)),
+            ("pad_token_not_int", {"pad_to_length": 6, "pad_token_id": "0"}, "TypeError", ("pad_token_id",)),
+            ("length_not_int", {"pad_to_length": 6.0, "pad_token_id": 0}, "TypeError", ("pad_to_length",)),
+            ("length_below_2", {"pad_to_length": 1, "pad_token_id": 0}, "ValueError", ("pad_to_length",)),
+            ("document_too_long", {"pad_to_length": 4, "pad_token_id": 0}, "ValueError", (1, 5, 4, "pad_to_length")),
+        )
+    ]
 
 
 def case_example_f():
     return Case(
         name="test_example_f_document_ids_with_metadata",
-        clauses=("batched-document-ids-mask", "batched-metadata", "batched-packed-seq-ids", "tb-dtypes", "tb-keys"),
+        clauses=(
+            "batched-document-ids-mask",
+            "batched-metadata",
+            "batched-packed-seq-ids",
+            "tb-dtypes",
+            "tb-keys",
+            "ctb-output-route",
+        ),
         description="Example F: a document_ids contract that requests metadata",
         function="convert_text_batch",
         inputs=EXAMPLE_ROWS,
@@ -203,7 +326,7 @@ def case_example_f():
 def case_example_f_block_causal():
     return Case(
         name="test_example_f_block_causal_with_metadata",
-        clauses=("batched-metadata", "batched-block-causal"),
+        clauses=("batched-metadata", "batched-block-causal", "tb-keys", "ctb-output-route"),
         description="a block-causal contract that requests metadata gets the mask and the bundle",
         function="convert_text_batch",
         inputs=EXAMPLE_ROWS,
@@ -217,10 +340,23 @@ def case_example_f_block_causal():
     )
 
 
+def case_document_ids_mask_without_metadata():
+    return Case(
+        name="test_document_ids_mask_without_metadata",
+        clauses=("tb-keys", "batched-metadata", "ctb-output-route", "batched-document-ids-mask"),
+        description="a document_ids contract without the metadata request: the ids mask and no bundle",
+        function="convert_text_batch",
+        inputs=EXAMPLE_ROWS,
+        options={"contract": {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": False}},
+        expected={"attention_mask": long(IDS)},
+        keys=BATCHED_KEYS,
+    )
+
+
 def case_example_g():
     return Case(
         name="test_example_g_xdoc_metadata",
-        clauses=("ctb-selected-ids", "ctb-xdoc", "batched-metadata"),
+        clauses=("ctb-selected-ids", "ctb-xdoc", "batched-metadata", "batched-document-ids-mask"),
         description="Example G: xdoc with the F contract: cu_seqlens are the row boundaries",
         function="convert_text_batch",
         inputs=EXAMPLE_ROWS,
@@ -229,10 +365,24 @@ def case_example_g():
             "cu_seqlens": int32([[0, 7], [0, 8]]),
             "max_seqlen": 8,
             "attention_mask": long(JOINED),
+            "_packed_seq_ids": long(JOINED),
+            "packed_token_indices": long([[0, 1, 2, 3, 4, 5, 6, -1], [0, 1, 2, 3, 4, 5, 6, 7]]),
             "document_ids": long(IDS),
             "labels": EXAMPLE_A["labels"],
         },
         keys=BATCHED_KEYS + META_KEYS,
+    )
+
+
+def case_xdoc_segment_starts():
+    return Case(
+        name="test_xdoc_keeps_original_boundaries_for_segment_starts",
+        clauses=("ctb-xdoc", "ctb-segment-starts"),
+        description="Example C + mask_segment_starts: the original boundaries are masked, as in Example B",
+        function="convert_text_batch",
+        inputs=EXAMPLE_ROWS,
+        options={"xdoc": True, "mask_segment_starts": True},
+        expected={"labels": B_LABELS, "document_ids": long(IDS)},
     )
 
 
@@ -256,7 +406,7 @@ def case_ignore_index():
 def case_pad_value_inside_text():
     return Case(
         name="test_pad_token_value_inside_real_text",
-        clauses=("ctb-padding-labels", "ctb-padding-mask"),
+        clauses=("ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids"),
         description="a real token equal to the pad id keeps its label: padding is found by position",
         function="convert_text_batch",
         inputs=rows(Row((5, 0, 6, 0, 7, 0, 0), (0, 1, 2, 3, 4, 0, 1), 2)),
@@ -271,7 +421,7 @@ def case_pad_value_inside_text():
 def case_no_positions_one_document():
     return Case(
         name="test_record_without_positions_is_one_document",
-        clauses=("ctb-positions", "ctb-document-ids"),
+        clauses=("ctb-positions", "ctb-document-ids", "ctb-padding-labels"),
         description="no positions means one document 0..L-1; padding_length None means no padding",
         function="convert_text_batch",
         inputs=rows(Row((3, 4, 5, 6), None, None)),
@@ -307,7 +457,7 @@ def case_s1_tiny_documents():
     return [
         Case(
             name="test_s1_two_one_token_documents",
-            clauses=("ctb-shift", "ctb-cross-document-targets", "tb-shapes"),
+            clauses=("ctb-shift", "ctb-cross-document-targets", "ctb-document-ids", "tb-shapes"),
             description="S = 1: documents [7][8] packed into L = 2; the label crosses documents",
             function="convert_text_batch",
             inputs=rows(packed_row([[7], [8]], padding=0)),
@@ -359,18 +509,19 @@ def case_output_format_errors():
     ]
 
 
-GOOD = Row((11, 12, 13, 21, 22, 31, 32, 0, 0), (0, 1, 2, 0, 1, 0, 1, 0, 1), 2)
-# (name, rows, error type, facts: a record index as an int, field names, lengths as ints)
+GOOD = ROW_0  # L = 9
+# (name, rows, error type, facts: a record index as an int, field names, lengths as ints; the
+# [ctb-input-errors] item)
 ERRORS = [
-    ("empty_batch", [], "ValueError", ("sample_batch",)),
-    ("one_token_row", [Row((5,), (0,), 0)], "ValueError", (0,)),
-    ("ragged_rows", [GOOD, Row((1, 2, 3), (0, 1, 2), 0)], "ValueError", (9, 3)),
-    ("positions_too_short", [Row((1, 2, 3), (0, 1), 0)], "ValueError", (0, "positions")),
-    ("positions_not_starting_at_0", [Row((1, 2, 3), (1, 2, 3), 0)], "ValueError", (0, "positions")),
-    ("negative_position", [Row((1, 2, 3), (0, -1, 0), 0)], "ValueError", (0, "positions")),
-    ("no_real_token", [GOOD, Row((0,) * 9, tuple(range(9)), 9)], "ValueError", (1, "padding_length")),
-    ("padding_longer_than_row", [Row((1, 2, 3), (0, 1, 2), 4)], "ValueError", (0, "padding_length")),
-    ("negative_padding", [Row((1, 2, 3), (0, 1, 2), -1)], "ValueError", (0, "padding_length")),
+    ("empty_batch", [], "ValueError", ("sample_batch",), 2),
+    ("one_token_row", [Row((5,), (0,), 0)], "ValueError", (0,), 7),
+    ("ragged_rows", [GOOD, Row((1, 2, 3), (0, 1, 2), 0)], "ValueError", (9, 3), 8),
+    ("positions_too_short", [Row((1, 2, 3), (0, 1), 0)], "ValueError", (0, "positions"), 9),
+    ("positions_not_starting_at_0", [Row((1, 2, 3), (1, 2, 3), 0)], "ValueError", (0, "positions"), 10),
+    ("negative_position", [Row((1, 2, 3), (0, -1, 0), 0)], "ValueError", (0, "positions"), 10),
+    ("no_real_token", [GOOD, Row((0,) * 9, tuple(range(9)), 9)], "ValueError", (1, "padding_length"), 12),
+    ("padding_longer_than_row", [Row((1, 2, 3), (0, 1, 2), 4)], "ValueError", (0, "padding_length"), 12),
+    ("negative_padding", [Row((1, 2, 3), (0, 1, 2), -1)], "ValueError", (0, "padding_length"), 12),
 ]
 
 
@@ -378,14 +529,97 @@ def case_input_errors():
     return [
         Case(
             name=f"test_rejects_{name}",
-            clauses=("ctb-input-errors",),
+            clauses=("ctb-input-errors", f"ctb-input-errors.{item}"),
             description=f"bad rows: {name}",
             function="convert_text_batch",
             inputs=rows(*bad),
             error=(kind, words),
         )
-        for name, bad, kind, words in ERRORS
+        for name, bad, kind, words, item in ERRORS
     ]
+
+
+NINE = tuple(range(1, 10))
+# (name, the bad record at index 2 behind two good ones, error type, facts, the [ctb-input-errors]
+# item): the record's index 2 is not a number the message would hold anyway.
+ERRORS_AT_RECORD_2 = [
+    ("positions_too_short", Row(NINE, tuple(range(8)), 0), "ValueError", (2, "positions"), 9),
+    ("positions_not_starting_at_0", Row(NINE, tuple(range(1, 10)), 0), "ValueError", (2, "positions"), 10),
+    ("negative_position", Row(NINE, (0, 1, -1, 0, 1, 2, 3, 4, 5), 0), "ValueError", (2, "positions"), 10),
+    ("padding_bool", Row(NINE, tuple(range(9)), True), "TypeError", (2, "padding_length"), 11),
+    ("no_real_token", Row((0,) * 9, tuple(range(9)), 9), "ValueError", (2, "padding_length"), 12),
+    ("padding_longer_than_row", Row(NINE, tuple(range(9)), 10), "ValueError", (2, "padding_length"), 12),
+    ("negative_padding", Row(NINE, tuple(range(9)), -1), "ValueError", (2, "padding_length"), 12),
+]
+
+
+def case_input_error_items():
+    cases = [
+        Case(
+            name="test_rejects_ragged_rows_at_record_2_item_8",
+            clauses=("ctb-input-errors", "ctb-input-errors.8"),
+            description="rows of lengths 9, 9 and 3: ValueError naming the lengths",
+            function="convert_text_batch",
+            inputs=rows(GOOD, GOOD, Row((1, 2, 3), (0, 1, 2), 0)),
+            error=("ValueError", (9, 3)),
+        ),
+    ]
+    cases += [
+        Case(
+            name=f"test_rejects_{name}_at_record_2_item_{item}",
+            clauses=("ctb-input-errors", f"ctb-input-errors.{item}"),
+            description=f"record 2 of 3 is bad ({name.replace('_', ' ')}): the error names record 2 and the field",
+            function="convert_text_batch",
+            inputs=rows(GOOD, GOOD, bad),
+            error=(kind, facts),
+        )
+        for name, bad, kind, facts, item in ERRORS_AT_RECORD_2
+    ]
+    tag = {"num_sequences": 1, "total_length": 8, "packing_efficiency": 8 / 9}
+    cases += [
+        Case(
+            name=f"test_rejects_padding_length_{name}_item_11",
+            clauses=("ctb-input-errors", "ctb-input-errors.11"),
+            description=f"meta.padding_length of record 2 is {value!r}, not an int: TypeError naming record 2 "
+            "and padding_length",
+            function="convert_text_batch",
+            inputs=rows(GOOD, GOOD, {"row": Row(NINE, tuple(range(9)), 1), "tags": {**tag, "padding_length": value}}),
+            error=("TypeError", (2, "padding_length")),
+        )
+        for name, value in (("str", "1"), ("float", 1.0))
+    ]
+    return cases
+
+
+def case_unusable_token_values():
+    good = Row((1, 2, 3), (0, 1, 2), 0)
+    return [
+        Case(
+            name=f"test_rejects_token_values_{name}",
+            clauses=("ctb-input-errors",),
+            description=f"record 1's input_ids {tokens!r}: {kind} naming the record and the field",
+            function="convert_text_batch",
+            inputs=rows(good, {"row": good, "extra": {"input_ids": tokens}}),
+            error=(kind, (1, "input_ids")),
+        )
+        for name, tokens, kind in (
+            ("none", [1, None, 3], "TypeError"),
+            ("strings", ["1", "2", "3"], "TypeError"),
+            ("string", "abc", "TypeError"),
+            ("overflow", [1, 2**63, 3], "ValueError"),
+        )
+    ]
+
+
+def case_float_token_list():
+    return Case(
+        name="test_rejects_float_token_list",
+        clauses=("ctb-input-errors", "ctb-token-field"),
+        description="a list of float tokens raises TypeError naming the record and the field",
+        function="convert_text_batch",
+        inputs=rows({"row": Row((1, 2, 3), (0, 1, 2), 0), "extra": {"input_ids": [1.5, 2.0, 3.0]}}),
+        error=("TypeError", (0, "input_ids")),
+    )
 
 
 def case_missing_token_field():
@@ -451,9 +685,12 @@ def case_pad_token_only():
 def case_option_type_errors():
     bad = [
         ("ignore_index_float", {"ignore_index": -100.5}, ("ignore_index",)),
+        ("ignore_index_none", {"ignore_index": None}, ("ignore_index",)),
         ("ignore_index_bool", {"ignore_index": True}, ("ignore_index",)),
         ("mask_segment_starts_str", {"mask_segment_starts": "no"}, ("mask_segment_starts",)),
+        ("mask_segment_starts_int", {"mask_segment_starts": 1}, ("mask_segment_starts",)),
         ("xdoc_str", {"xdoc": "no"}, ("allow_cross_document_attention",)),
+        ("xdoc_none", {"xdoc": None}, ("allow_cross_document_attention",)),
     ]
     return [
         Case(
@@ -483,6 +720,7 @@ def case_no_positions_pad_tail():
             "position_ids": long([[0, 1, 2, 0], [0, 1, 0, 1], [0, 1, 2, 3]]),
             "padding_mask": bools([[F, F, F, T], [F, F, T, T], [F] * 4]),
             "document_ids": long([[1, 1, 1, 0], [1, 1, 0, 0], [1] * 4]),
+            "attention_document_ids": long([[1, 1, 1, 0], [1, 1, 0, 0], [1] * 4]),
         },
         keys=BATCHED_KEYS,
     )
@@ -509,10 +747,10 @@ def case_unpacked_no_positions_with_padding():
 
 
 def case_xdoc_bound_in_convert():
-    def contract(bound):
+    def contract(bound, mask_type="block_causal", metadata=False):
         return {
-            "packed_mask_type": "block_causal",
-            "return_packed_sequence_metadata": False,
+            "packed_mask_type": mask_type,
+            "return_packed_sequence_metadata": metadata,
             "max_sequence_length": bound,
         }
 
@@ -521,34 +759,56 @@ def case_xdoc_bound_in_convert():
         "document_ids": long([[1, 1, 0, 0, 0, 0, 0]]),
         "attention_document_ids": long([[1, 1, 0, 0, 0, 0, 0]]),
     }
+    packed = rows(packed_row([[7, 8]], padding=6))
+    bare = rows(Row((7, 8, 0, 0, 0, 0, 0, 0), None, 6))
+    forms = (  # (name, inputs, what, max_sequence_length)
+        ("", packed, "[7,8] + 6 pads (pack_flat positions)", 2),
+        ("_4", packed, "[7,8] + 6 pads (pack_flat positions)", 4),
+        ("_without_positions_2", bare, "[7,8] + 6 pads without positions", 2),
+        ("_without_positions", bare, "[7,8] + 6 pads without positions", 4),
+    )
+    jump = rows(Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1))
     return [
         Case(
-            name="test_xdoc_bound_skips_the_pad_tail",
-            clauses=("xdoc-contract", "ctb-xdoc"),
-            description="[7,8] + 6 pads, xdoc, max_sequence_length 2: the translated positions are [0,1]; the pad "
+            name=f"test_xdoc_bound_skips_the_pad_tail{suffix}",
+            clauses=("xdoc-contract", "ctb-xdoc", "ctb-positions"),
+            description=f"{what}, xdoc, max_sequence_length {bound}: the translated positions are [0,1]; the pad "
             "tail's positions (up to 4) are not bounded",
             function="convert_text_batch",
-            inputs=rows(packed_row([[7, 8]], padding=6)),
-            options={"xdoc": True, "contract": contract(2)},
+            inputs=inputs,
+            options={"xdoc": True, "contract": contract(bound)},
             expected=pad_tail,
-        ),
-        Case(
-            name="test_xdoc_bound_skips_the_pad_tail_without_positions",
-            clauses=("xdoc-contract", "ctb-positions"),
-            description="the same record without positions, max_sequence_length 4",
-            function="convert_text_batch",
-            inputs=rows(Row((7, 8, 0, 0, 0, 0, 0, 0), None, 6)),
-            options={"xdoc": True, "contract": contract(4)},
-            expected=pad_tail,
-        ),
+        )
+        for suffix, inputs, what, bound in forms
+    ] + [
         Case(
             name="test_xdoc_bound_reached_by_a_real_token",
             clauses=("xdoc-contract", "ctb-xdoc"),
             description="subdocuments [1,2,3] and [4,5,6] (positions 0,1,5) + 1 pad: translated input positions "
             "[0,1,2,3,4,8]; max_sequence_length 6 raises naming it, 6 and 8",
             function="convert_text_batch",
-            inputs=rows(Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1)),
+            inputs=jump,
             options={"xdoc": True, "contract": contract(6)},
             error=("ValueError", ("max_sequence_length", 6, 8)),
+        ),
+        Case(
+            name="test_xdoc_bound_reached_by_a_real_token_document_ids",
+            clauses=("xdoc-contract", "ctb-xdoc"),
+            description="the same record under a document_ids contract that requests metadata, "
+            "max_sequence_length 6: ValueError naming it, 6 and 8",
+            function="convert_text_batch",
+            inputs=jump,
+            options={"xdoc": True, "contract": contract(6, "document_ids", True)},
+            error=("ValueError", ("max_sequence_length", 6, 8)),
+        ),
+        Case(
+            name="test_xdoc_bound_above_the_largest_translated_position",
+            clauses=("xdoc-contract", "ctb-xdoc"),
+            description="the same record, document_ids contract, max_sequence_length 9: translated positions "
+            "[0,1,2,3,4,8] pass",
+            function="convert_text_batch",
+            inputs=jump,
+            options={"xdoc": True, "contract": contract(9, "document_ids", True)},
+            expected={"position_ids": long([[0, 1, 2, 3, 4, 8]])},
         ),
     ]

@@ -1,8 +1,11 @@
 """Golden cases for SPEC.md's "``Datum`` and the canonical collaters": ``Datum``,
 ``to_features``, ``collate_datums`` (Examples I and J, the field reports' ``collate_datums``
-parts, A6-A9) and the canonical collaters.
-Canon literals are copied from conformance/test_datum.py; generated cases are seeded random
-datums and features whose expected values come from the reference.
+parts, A6-A9) and the canonical collaters (``default_collater``,
+``packed_sequence_thd_collater``, ``pack_features_for_thd``).
+Canon literals are written by hand from that section, whose rules follow upstream
+nemo-automodel 0.7.0 (docs/sources.md#nemo-automodel); this module is their only home.
+Generated cases are seeded random datums and features whose expected values come from the
+reference.
 """
 
 from __future__ import annotations
@@ -11,10 +14,10 @@ import random
 
 import torch
 
-from conformance.golden.api import Case, Shape, bools, f32, long
+from conformance.golden.api import IGNORE_INDEX, THD_PAD, Case, Shape, bools, f32, int32, long
 
 F, T = False, True
-X = -100
+X = IGNORE_INDEX
 PADDED = ("input_ids", "attention_mask", "labels", "padding_mask")
 PACKED = ("input_ids", "labels", "position_ids", "seq_lens", "seq_lens_padded", "qkv_format")
 
@@ -77,7 +80,7 @@ def case_examples():
         ),
         collate(
             "example_i_divisible_ignore_index",
-            ["collate-padded", "collate-weights"],
+            ["collate-padded", "collate-side-inputs", "collate-weights"],
             "Example I, pad_seq_len_divisible=4, ignore_index=-1: masked -1, padding stays -100 (A6)",
             EXAMPLE,
             {
@@ -102,15 +105,18 @@ def case_examples():
             keys=PACKED + SIDE,
             packed=True,
         ),
-        collate(
-            "example_j_packed_divisible_ignored",
-            ["collate-packed"],
-            "Example J: pad_seq_len_divisible is ignored",
-            EXAMPLE,
-            EXAMPLE_J,
-            keys=PACKED + SIDE,
-            packed=True,
-            pad_seq_len_divisible=8,
+        *(
+            collate(
+                f"example_j_packed_divisible{'' if divisible == 8 else f'_{divisible}'}_ignored",
+                ["collate-packed", "collate-side-inputs", "collate-weights"],
+                f"Example J: pad_seq_len_divisible={divisible} is ignored",
+                EXAMPLE,
+                EXAMPLE_J,
+                keys=PACKED + SIDE,
+                packed=True,
+                pad_seq_len_divisible=divisible,
+            )
+            for divisible in (4, 8)
         ),
         collate(
             "example_j_packed_ignore_index",
@@ -128,6 +134,14 @@ def case_examples():
             EXAMPLE,
             error=("TypeError", ()),
             positional=[True],
+        ),
+        collate(
+            "options_are_keyword_only_two",
+            ["collate-keyword-only"],
+            "packed and pad_seq_len_divisible passed positionally raise TypeError",
+            EXAMPLE,
+            error=("TypeError", ()),
+            positional=[False, 4],
         ),
         collate(
             "options_are_keyword_only_all_three",
@@ -165,6 +179,10 @@ def case_field_reports():
         D([11, 12, 13], target_tokens=[12, 13, 0], weights=[1, 1, 0], logprobs=[-0.5, -1, -2]),
         D([21, 22], target_tokens=[22, 0], weights=[1, 0], logprobs=[-0.25, -0.75]),
     ]
+    f05_per_sample = [
+        D([50, 51, 52], target_tokens=[51, 52, 0], advantages=[1.0], weights=[1, 1, 0]),
+        D([60, 61], target_tokens=[61, 0], advantages=[-0.5], weights=[1, 0]),
+    ]
     f12 = [D(x) for x in ([1, 2], [], [3, 4, 5], [], [6])]
     attention = [[1, 1, 0], [0, 0, 0], [1, 1, 1], [0, 0, 0], [1, 0, 0]]
     return [
@@ -188,7 +206,7 @@ def case_field_reports():
         ),
         collate(
             "f06_padded_pad_equals_eos",
-            ["collate-padded", "collate-padding-by-position"],
+            ["collate-padded", "collate-padding-by-position", "collate-weights"],
             "F06: a real EOS equal to the pad id keeps its target and is not padding",
             f06,
             {
@@ -231,14 +249,14 @@ def case_field_reports():
         ),
         collate(
             "f11_all_zero_weights_padded",
-            ["collate-weights"],
+            ["collate-weights", "collate-padded", "collate-side-inputs"],
             "F11: all-zero weights mask every label",
             [D([1, 2, 3], target_tokens=[2, 3, 4], weights=[0, 0, 0])],
             {"labels": long([[X, X, X]]), "weights": f32([[0, 0, 0]])},
         ),
         collate(
             "f11_all_zero_weights_packed",
-            ["collate-weights"],
+            ["collate-weights", "collate-packed", "collate-side-inputs"],
             "F11 packed",
             [D([1, 2, 3], target_tokens=[2, 3, 4], weights=[0, 0, 0])],
             {"labels": long([[X, X, X]]), "weights": f32([[0, 0, 0]])},
@@ -246,7 +264,7 @@ def case_field_reports():
         ),
         collate(
             "f12_packed_empty_datum_raises",
-            ["collate-errors"],
+            ["collate-errors", "collate-packed"],
             "F12: packing an empty Datum raises",
             f12,
             error=("ValueError", ()),
@@ -302,19 +320,83 @@ def case_field_reports():
             f15,
             {
                 "input_ids": long([[11, 12, 13, 0, 0, 0, 0, 0], [21, 22, 0, 0, 0, 0, 0, 0]]),
+                "attention_mask": long([[1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0]]),
                 "labels": long([[12, 13] + [X] * 6, [22] + [X] * 7]),
                 "padding_mask": bools([[F, F, F] + [T] * 5, [F, F] + [T] * 6]),
                 "logprobs": f32([[-0.5, -1, -2, 0, 0, 0, 0, 0], [-0.25, -0.75, 0, 0, 0, 0, 0, 0]]),
+                "weights": f32([[1, 1, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0, 0]]),
             },
             keys=PADDED + ("logprobs", "weights"),
             pad_seq_len_divisible=8,
         ),
         collate(
-            "side_input_wrong_length_is_per_sample",
-            ["collate-side-inputs"],
-            "A7: wrong-length value is per-sample",
-            [D([1, 2, 3], logprobs=[-1.0, -2.0, -3.0]), D([4, 5], logprobs=[-4.0, -5.0, -6.0])],
-            {"logprobs": f32([-1.0, -4.0])},
+            "f15_packed_ignores_the_divisor",
+            ["collate-packed"],
+            "F15: packed=True ignores pad_seq_len_divisible=8 (width 5, not 8)",
+            f15,
+            {
+                "input_ids": long([[11, 12, 13, 21, 22]]),
+                "labels": long([[12, 13, X, 22, X]]),
+                "position_ids": long([[0, 1, 2, 0, 1]]),
+                "seq_lens": long([[3, 2]]),
+                "seq_lens_padded": long([[3, 2]]),
+                "qkv_format": "thd",
+                "logprobs": f32([[-0.5, -1, -2, -0.25, -0.75]]),
+                "weights": f32([[1, 1, 0, 1, 0]]),
+            },
+            keys=PACKED + ("logprobs", "weights"),
+            packed=True,
+            pad_seq_len_divisible=8,
+        ),
+        collate(
+            "f08_packed_without_targets_default_ignore_index",
+            ["collate-packed"],
+            "F08: no target_tokens gives labels that are all the default ignore_index",
+            [D([10, 11, 2]), D([20, 21, 22, 2])],
+            {
+                "input_ids": long([[10, 11, 2, 20, 21, 22, 2]]),
+                "labels": long([[X] * 7]),
+                "position_ids": long([[0, 1, 2, 0, 1, 2, 3]]),
+                "seq_lens": long([[3, 4]]),
+                "seq_lens_padded": long([[3, 4]]),
+                "qkv_format": "thd",
+            },
+            keys=PACKED,
+            packed=True,
+            ignore_index=X,
+        ),
+        *(
+            collate(
+                f"f05_per_sample_advantages_{mode}",
+                ["collate-side-inputs", f"collate-{mode}"],
+                f"F05 per-sample variant, {mode}: advantages [1.0] and [-0.5] stack to shape [2]; weights stay "
+                "per-token",
+                f05_per_sample,
+                {"advantages": f32([1.0, -0.5]), "weights": weights},
+                packed=mode == "packed",
+            )
+            for mode, weights in (("packed", f32([[1, 1, 0, 1, 0]])), ("padded", f32([[1, 1, 0], [1, 0, 0]])))
+        ),
+        collate(
+            "f05_pitfall_without_weights_trains_placeholder_targets",
+            ["collate-packed", "collate-weights"],
+            "F05 pitfall (upstream, kept): without weights the placeholder last targets are labels",
+            [D(d["input_ids"], **{k: v for k, v in d["loss_fn_inputs"].items() if k != "weights"}) for d in f05],
+            {"labels": long([[51, 52, 0, 61, 0]])},
+            keys=PACKED + ("advantages",),
+            packed=True,
+        ),
+        *(
+            collate(
+                f"side_input_wrong_length_is_per_sample{'_packed' if packed else ''}",
+                ["collate-side-inputs"],
+                f"A7: a value whose length is not its datum's seq_len makes the key per-sample (first elements), "
+                f"packed={packed}",
+                [D([1, 2, 3], logprobs=[-1.0, -2.0, -3.0]), D([4, 5], logprobs=[-4.0, -5.0, -6.0])],
+                {"logprobs": f32([-1.0, -4.0])},
+                packed=packed,
+            )
+            for packed in (False, True)
         ),
         collate(
             "length_one_on_one_token_is_per_token",
@@ -323,12 +405,58 @@ def case_field_reports():
             [D([7], advantages=[0.5]), D([8], advantages=[1.5])],
             {"advantages": f32([[0.5], [1.5]])},
         ),
+        collate(
+            "length_one_on_one_token_is_per_token_packed",
+            ["collate-side-inputs"],
+            "a length-1 value on 1-token datums, packed: concatenated to [1, 2]",
+            [D([7], advantages=[0.5]), D([8], advantages=[1.5])],
+            {"advantages": f32([[0.5, 1.5]])},
+            packed=True,
+        ),
+        *(
+            collate(
+                f"length_one_next_to_a_scalar_{mode}",
+                ["collate-side-inputs"],
+                f"advantages [0.5] on 1 token next to a 0-D 1.5 on 2 tokens, {mode}: per-sample for both",
+                [D([7], advantages=[0.5]), D([8, 9], advantages=1.5)],
+                {"advantages": f32([0.5, 1.5])},
+                packed=mode == "packed",
+            )
+            for mode in ("padded", "packed")
+        ),
+        *(
+            collate(
+                f"side_inputs_are_flattened_float32_{mode}",
+                ["collate-side-inputs", f"collate-{mode}"],
+                f"float64 [T, 1] logprobs and an int mask, {mode}: float32, flattened, per-token",
+                [
+                    D([1, 2], logprobs=torch.tensor([[-1.0], [-2.0]], dtype=torch.float64), mask=[1, 0]),
+                    D([3], logprobs=[[-3.0]], mask=[1]),
+                ],
+                expected,
+                keys=keys,
+                packed=mode == "packed",
+            )
+            for mode, expected, keys in (
+                (
+                    "padded",
+                    {"logprobs": f32([[-1.0, -2.0], [-3.0, 0.0]]), "mask": f32([[1, 0], [1, 0]])},
+                    ("input_ids", "attention_mask", "padding_mask", "logprobs", "mask"),
+                ),
+                (
+                    "packed",
+                    {"logprobs": f32([[-1.0, -2.0, -3.0]]), "mask": f32([[1, 0, 1]])},
+                    PACKED + ("logprobs", "mask"),
+                ),
+            )
+        ),
     ]
 
 
 def case_errors():
     return [
         collate("no_datum", ["collate-errors"], "no datum", [], error=("ValueError", ())),
+        collate("no_datum_packed", ["collate-errors"], "no datum, packed", [], error=("ValueError", ()), packed=True),
         collate(
             "padded_targets_on_datum0_only",
             ["collate-errors"],
@@ -345,11 +473,34 @@ def case_errors():
             packed=True,
         ),
         collate(
+            "mixed_targets_later_datum_has_them",
+            ["collate-errors"],
+            "A9: padded, a later datum has target_tokens and datum 0 not: the same-keys check's ValueError",
+            [D([4, 5, 6]), D([1, 2], target_tokens=[2, 3])],
+            error=("ValueError", ("loss_fn_inputs",)),
+        ),
+        collate(
+            "mixed_targets_packed_first_has_them",
+            ["collate-errors"],
+            "A9: packed, datum 0 has target_tokens and a later one not: ValueError naming loss_fn_inputs",
+            [D([1, 2], target_tokens=[2, 3]), D([4, 5, 6])],
+            error=("ValueError", ("loss_fn_inputs",)),
+            packed=True,
+        ),
+        collate(
             "different_side_input_keys",
             ["collate-errors"],
             "different key sets",
             [D([1, 2], target_tokens=[2, 3], weights=[1, 1]), D([4, 5], target_tokens=[5, 6], logprobs=[-1.0, -2.0])],
             error=("ValueError", ("loss_fn_inputs",)),
+        ),
+        collate(
+            "different_side_input_keys_packed",
+            ["collate-errors"],
+            "different key sets, packed",
+            [D([1, 2], target_tokens=[2, 3], weights=[1, 1]), D([4, 5], target_tokens=[5, 6], logprobs=[-1.0, -2.0])],
+            error=("ValueError", ("loss_fn_inputs",)),
+            packed=True,
         ),
         collate(
             "packed_wrong_length_targets",
@@ -364,6 +515,33 @@ def case_errors():
             ["collate-errors"],
             "weights that do not broadcast",
             [D([1, 2, 3], target_tokens=[2, 3, 4], weights=[1, 0])],
+            error=("RuntimeError", ()),
+        ),
+        collate(
+            "weights_do_not_broadcast_packed",
+            ["collate-errors"],
+            "weights that do not broadcast, packed",
+            [D([1, 2, 3], target_tokens=[2, 3, 4], weights=[1, 0])],
+            error=("RuntimeError", ()),
+            packed=True,
+        ),
+        # A9's order: step (1) first of all, then the errors of step (2) before the same-keys check (3).
+        # (An empty datum with different key sets raises ValueError from (2) or (3) alike; nothing the
+        # clause asks a message to name tells them apart, so the order is pinned on the two inputs
+        # below, whose step-(2) errors are told apart by their type or named facts.)
+        collate(
+            "error_order_length_before_keys",
+            ["collate-errors"],
+            "wrong-length targets and different key sets, packed: the labels length error (naming 2 and 3) comes first",
+            [D([1, 2, 3], target_tokens=[2, 3]), D([4], target_tokens=[5], weights=[1])],
+            error=("ValueError", (2, 3)),
+            packed=True,
+        ),
+        collate(
+            "error_order_broadcast_before_keys",
+            ["collate-errors"],
+            "weights that do not broadcast and different key sets, padded: RuntimeError comes first",
+            [D([1, 2, 3], target_tokens=[2, 3, 4], weights=[1, 0]), D([4], target_tokens=[5])],
             error=("RuntimeError", ()),
         ),
     ]
@@ -391,17 +569,29 @@ def case_datum():
         Case(
             name="test_datum_keeps_tensor_dtypes",
             clauses=("datum-construct",),
-            description="a tensor input_ids keeps its dtype",
+            description="a tensor input_ids keeps its dtype (int32 stays int32); tensor loss_fn_inputs are kept",
             function="Datum",
             inputs=D(
                 torch.tensor([11, 12, 13], dtype=torch.int32),
+                target_tokens=torch.tensor([12, 13, 0], dtype=torch.int32),
                 logprobs=torch.tensor([-1.0, -2.0, -3.0], dtype=torch.float64),
             ),
             expected={
                 "input_ids": torch.tensor([11, 12, 13], dtype=torch.int32),
                 "seq_len": 3,
-                "loss_fn_inputs": {"logprobs": torch.tensor([-1.0, -2.0, -3.0], dtype=torch.float64)},
+                "loss_fn_inputs": {
+                    "target_tokens": torch.tensor([12, 13, 0], dtype=torch.int32),
+                    "logprobs": torch.tensor([-1.0, -2.0, -3.0], dtype=torch.float64),
+                },
             },
+        ),
+        Case(
+            name="test_datum_float_weights_become_float32",
+            clauses=("datum-construct",),
+            description="list weights [1.0, 0.0, 1.0] become float32 in the Datum's own mapping",
+            function="Datum",
+            inputs=D([3, 4, 5], target_tokens=[4, 5, 6], weights=[1.0, 0.0, 1.0], advantages=0.5),
+            expected={"loss_fn_inputs": {"weights": f32([1.0, 0.0, 1.0])}},
         ),
         Case(
             name="test_datum_empty_is_allowed",
@@ -410,6 +600,38 @@ def case_datum():
             function="Datum",
             inputs={"input_ids": []},
             expected={"input_ids": torch.zeros(0, dtype=torch.int64), "seq_len": 0, "loss_fn_inputs": {}},
+        ),
+        *(
+            Case(
+                name=f"test_datum_seq_len_{name}",
+                clauses=("datum-construct",),
+                description=f"seq_len is the Python int input_ids.shape[0]: {length} for {name.replace('_', ' ')}",
+                function="Datum",
+                inputs={"input_ids": ids},
+                expected={"seq_len": length},
+            )
+            for name, ids, length in (
+                ("list_of_3", [4, 5, 6], 3),
+                ("list_of_1", [9], 1),
+                ("empty_int32_tensor", torch.zeros(0, dtype=torch.int32), 0),
+                ("arange_5", torch.arange(5), 5),
+            )
+        ),
+        Case(
+            name="test_datum_rejects_an_int",
+            clauses=("datum-errors",),
+            description="an int input_ids is 0-D",
+            function="Datum",
+            inputs={"input_ids": 5},
+            error=("ValueError", ("input_ids", Shape())),
+        ),
+        Case(
+            name="test_datum_rejects_a_2d_tensor",
+            clauses=("datum-errors",),
+            description="a [1, 3] tensor input_ids is 2-D",
+            function="Datum",
+            inputs={"input_ids": torch.zeros(1, 3, dtype=torch.int64)},
+            error=("ValueError", ("input_ids", Shape(1, 3))),
         ),
         Case(
             name="test_datum_rejects_2d",
@@ -438,6 +660,63 @@ def case_datum():
             keys=("input_ids", "attention_mask", "labels"),
         ),
         Case(
+            name="test_to_features_default_ignore_index",
+            clauses=("datum-to-features",),
+            description="Example I's d1: labels are target_tokens with the default ignore_index where weights == 0; "
+            "side inputs are not emitted",
+            function="Datum.to_features",
+            inputs=EXAMPLE[0],
+            expected={"input_ids": [10, 11, 12], "attention_mask": [1, 1, 1], "labels": [11, 12, X]},
+            keys=("input_ids", "attention_mask", "labels"),
+        ),
+        Case(
+            name="test_to_features_without_targets_ignores_weights",
+            clauses=("datum-to-features",),
+            description="no target_tokens: no labels key, even when weights are present",
+            function="Datum.to_features",
+            inputs=D([5, 0, 7], weights=[0, 0, 0], logprobs=[-1.0, -2.0, -3.0]),
+            options={"ignore_index": -1},
+            expected={"input_ids": [5, 0, 7], "attention_mask": [1, 1, 1]},
+            keys=("input_ids", "attention_mask"),
+        ),
+        Case(
+            name="test_to_features_of_an_empty_datum",
+            clauses=("datum-to-features",),
+            description="an empty Datum gives empty lists",
+            function="Datum.to_features",
+            inputs={"input_ids": []},
+            expected={"input_ids": [], "attention_mask": []},
+            keys=("input_ids", "attention_mask"),
+        ),
+        Case(
+            name="test_to_features_of_int32_tensors",
+            clauses=("datum-to-features",),
+            description="int32 tensor fields come out as lists of Python ints",
+            function="Datum.to_features",
+            inputs=D(torch.tensor([4, 5], dtype=torch.int32), target_tokens=torch.tensor([5, 6], dtype=torch.int32)),
+            expected={"input_ids": [4, 5], "attention_mask": [1, 1], "labels": [5, 6]},
+            keys=("input_ids", "attention_mask", "labels"),
+        ),
+        *(
+            Case(
+                name=f"test_to_features_weights_{name}",
+                clauses=("datum-to-features",),
+                description=f"weights {name.replace('_', ' ')}, ignore_index {ignore_index}: labels {labels} "
+                "(a scalar broadcasts; a nonzero weight keeps the target)",
+                function="Datum.to_features",
+                inputs=D([1, 2, 3], target_tokens=[2, 3, 4], **({} if weights is None else {"weights": weights})),
+                options={"ignore_index": ignore_index},
+                expected={"labels": labels},
+            )
+            for name, weights, ignore_index, labels in (
+                ("scalar_0", 0, X, [X, X, X]),
+                ("scalar_0_0_ignore_index_7", 0.0, 7, [7, 7, 7]),
+                ("scalar_1", 1, X, [2, 3, 4]),
+                ("absent", None, X, [2, 3, 4]),
+                ("floats", [0.5, 0.0, 2.0], -1, [2, -1, 4]),
+            )
+        ),
+        Case(
             name="test_to_features_without_targets",
             clauses=("datum-to-features",),
             description="no target_tokens: no labels key",
@@ -452,7 +731,7 @@ def case_datum():
             description="a scalar weights=0 masks every label",
             function="Datum.to_features",
             inputs=D([4, 5], target_tokens=[5, 6], weights=0),
-            expected={"labels": [-100, -100]},
+            expected={"labels": [X, X]},
         ),
     ]
 
@@ -485,7 +764,7 @@ def case_collate_generated():
         packed = i % 2 == 1
         keys = key_sets[i % len(key_sets)]
         datums = [_random_datum(rng, keys, allow_empty=not packed) for _ in range(rng.randint(1, 4))]
-        options = {"packed": packed, "ignore_index": rng.choice([-100, -1, 0, 7])}
+        options = {"packed": packed, "ignore_index": rng.choice([X, -1, 0, 7])}
         if not packed and i % 4 == 0:
             options["pad_seq_len_divisible"] = 4
         cases.append(
@@ -599,14 +878,14 @@ def case_collaters():
     packed = [
         {
             "input_ids": [1, 2, 3, 4],
-            "labels": [2, 3, 4, -100],
+            "labels": [2, 3, 4, X],
             "position_ids": [0, 1, 0, 1],
             "seq_lens": [2, 2],
             "seq_lens_padded": [2, 2],
         },
         {
             "input_ids": [5, 6, 7, 8],
-            "labels": [6, 7, 8, -100],
+            "labels": [6, 7, 8, X],
             "position_ids": [0, 1, 2, 3],
             "seq_lens": [4],
             "seq_lens_padded": [4],
@@ -621,10 +900,10 @@ def case_collaters():
             inputs={"batch": packed},
             expected={
                 "input_ids": long([[1, 2, 3, 4], [5, 6, 7, 8]]),
-                "labels": long([[2, 3, 4, -100], [6, 7, 8, -100]]),
+                "labels": long([[2, 3, 4, X], [6, 7, 8, X]]),
                 "position_ids": long([[0, 1, 0, 1], [0, 1, 2, 3]]),
-                "seq_lens": long([[2, 2], [4, -1000]]),
-                "seq_lens_padded": long([[2, 2], [4, -1000]]),
+                "seq_lens": long([[2, 2], [4, THD_PAD]]),
+                "seq_lens_padded": long([[2, 2], [4, THD_PAD]]),
                 "qkv_format": "thd",
             },
             keys=("input_ids", "labels", "position_ids", "seq_lens", "seq_lens_padded", "qkv_format"),
@@ -674,3 +953,445 @@ def case_side_inputs_mixed_batch():
             packed=True,
         ),
     ]
+
+
+PAD = "___PAD_TOKEN_IDS___"  # the item-0 pad-value override of the canonical collaters
+THD = ("input_ids", "labels", "position_ids", "seq_lens", "seq_lens_padded", "qkv_format")
+
+
+def _dcoll(name, clauses, description, batch, expected=None, error=None, keys=None, **options):
+    return Case(
+        name=f"test_default_collater_{name}",
+        clauses=tuple(clauses),
+        description=description,
+        function="default_collater",
+        inputs={"batch": batch},
+        options=options,
+        expected=expected,
+        error=error,
+        keys=keys,
+    )
+
+
+def case_default_collater():
+    override = {"input_ids": 7, "labels": -1, "attention_mask": 0, "segment": 3}
+    overridden = [
+        {"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1], "segment": [5, 5, 5]},
+        {"input_ids": [4], "labels": [5], "attention_mask": [1], "segment": [6]},
+    ]
+    cases = [
+        _dcoll(
+            "pad_values_per_key",
+            ["dcoll-fields", "dcoll-pad-values", "dcoll-padding-mask"],
+            "labels pad with ignore_index, attention_mask/loss_mask/input_ids with 0, other keys with item 0's "
+            "last element",
+            [
+                {
+                    "input_ids": [1, 2, 3],
+                    "labels": [2, 3, 4],
+                    "attention_mask": [1, 1, 1],
+                    "loss_mask": [1, 1, 0],
+                    "token_type_ids": [5, 6, 7],
+                },
+                {"input_ids": [4], "labels": [5], "attention_mask": [1], "loss_mask": [1], "token_type_ids": [8]},
+            ],
+            {
+                "input_ids": long([[1, 2, 3], [4, 0, 0]]),
+                "labels": long([[2, 3, 4], [5, X, X]]),
+                "attention_mask": long([[1, 1, 1], [1, 0, 0]]),
+                "loss_mask": long([[1, 1, 0], [1, 0, 0]]),
+                "token_type_ids": long([[5, 6, 7], [8, 7, 7]]),
+                "padding_mask": bools([[F, F, F], [F, T, T]]),
+            },
+            keys=("input_ids", "labels", "attention_mask", "loss_mask", "token_type_ids", "padding_mask"),
+        ),
+        _dcoll(
+            "unknown_key_pads_with_item0_last_element",
+            ["dcoll-pad-values"],
+            "the quirk uses item 0's last element, even when item 0 is the shorter item",
+            [{"input_ids": [1], "segment": [9]}, {"input_ids": [2, 3, 4], "segment": [1, 2, 3]}],
+            {"segment": long([[9, 9, 9], [1, 2, 3]]), "input_ids": long([[1, 0, 0], [2, 3, 4]])},
+        ),
+    ]
+    for where, batch in (
+        ("item0", [{**overridden[0], PAD: dict(override)}, overridden[1]]),
+        ("every_item", [{**item, PAD: dict(override)} for item in overridden]),
+    ):
+        cases.append(
+            _dcoll(
+                f"pad_override_on_{where}",
+                ["dcoll-pad-values", "dcoll-padding-mask", "dcoll-fields"],
+                f"{PAD} on {where.replace('_', ' ')} overrides the pad values and is absent from the output",
+                batch,
+                {
+                    "input_ids": long([[1, 2, 3], [4, 7, 7]]),
+                    "labels": long([[2, 3, 4], [5, -1, -1]]),
+                    "attention_mask": long([[1, 1, 1], [1, 0, 0]]),
+                    "segment": long([[5, 5, 5], [6, 3, 3]]),
+                    "padding_mask": bools([[F, F, F], [F, T, T]]),
+                },
+                keys=("input_ids", "labels", "attention_mask", "segment", "padding_mask"),
+            )
+        )
+    cases.append(
+        _dcoll(
+            "padding_mask_from_attention_mask",
+            ["dcoll-padding-mask"],
+            "with attention_mask present, padding_mask is attention_mask == 0, not a token-value test",
+            [{"input_ids": [5, 0, 0], "attention_mask": [1, 1, 0]}, {"input_ids": [0], "attention_mask": [1]}],
+            {
+                "input_ids": long([[5, 0, 0], [0, 0, 0]]),
+                "attention_mask": long([[1, 1, 0], [1, 0, 0]]),
+                "padding_mask": bools([[F, F, T], [F, T, T]]),
+            },
+            keys=("input_ids", "attention_mask", "padding_mask"),
+        )
+    )
+    for pad_id in (None, 7):
+        p = 0 if pad_id is None else pad_id
+        first = {"input_ids": [p, 1, 2], "labels": [1, 2, 3], **({} if pad_id is None else {PAD: {"input_ids": p}})}
+        cases.append(
+            _dcoll(
+                f"padding_mask_from_input_ids_pad_{p}",
+                ["dcoll-padding-mask", "dcoll-pad-values"],
+                f"without attention_mask, padding_mask is input_ids == the pad id ({p}: "
+                f"{'the default' if pad_id is None else 'the override'})",
+                [first, {"input_ids": [3], "labels": [4]}],
+                {
+                    "input_ids": long([[p, 1, 2], [3, p, p]]),
+                    "labels": long([[1, 2, 3], [4, X, X]]),
+                    "padding_mask": bools([[T, F, F], [F, T, T]]),
+                },
+                keys=("input_ids", "labels", "padding_mask"),
+            )
+        )
+    cases.append(
+        _dcoll(
+            "no_padding_mask_without_ids_or_mask",
+            ["dcoll-padding-mask", "dcoll-fields", "dcoll-pad-values"],
+            "neither attention_mask nor input_ids: no padding_mask key",
+            [{"labels": [1, 2]}, {"labels": [3]}],
+            {"labels": long([[1, 2], [3, X]])},
+            keys=("labels",),
+        )
+    )
+    for divisible, width in ((None, 3), (1, 3), (3, 3), (4, 4), (5, 5), (8, 8)):
+        for keyword in (False, True):
+            cases.append(
+                _dcoll(
+                    f"pad_seq_len_divisible_{divisible}{'_keyword' if keyword else ''}",
+                    ["dcoll-fields"],
+                    f"pad_seq_len_divisible={divisible} ({'by keyword' if keyword else 'positional'}): lists are "
+                    f"padded to the longest length rounded up to a multiple of it, width {width}",
+                    [{"input_ids": [1, 2, 3], "attention_mask": [1, 1, 1]}, {"input_ids": [4], "attention_mask": [1]}],
+                    {
+                        "input_ids": long([[1, 2, 3] + [0] * (width - 3), [4] + [0] * (width - 1)]),
+                        "attention_mask": long([[1, 1, 1] + [0] * (width - 3), [1] + [0] * (width - 1)]),
+                        "padding_mask": bools([[F, F, F] + [T] * (width - 3), [F] + [T] * (width - 1)]),
+                    },
+                    keys=("input_ids", "attention_mask", "padding_mask"),
+                    pad_seq_len_divisible=divisible,
+                    **({"keyword": True} if keyword else {}),
+                )
+            )
+    cases += [
+        _dcoll(
+            "tensor_fields_are_concatenated",
+            ["dcoll-fields"],
+            "tensor values are concatenated along dim 0 with their dtype; a 1-D tensor counts as [1, N]",
+            [
+                {
+                    "input_ids": [1, 2],
+                    "pixel": torch.tensor([[1.5, 2.5]], dtype=torch.float64),
+                    "ids32": int32([1, 2, 3]),
+                    "flags": bools([[[T, F]]]),
+                },
+                {
+                    "input_ids": [3],
+                    "pixel": torch.tensor([[3.5, 4.5], [5.5, 6.5]], dtype=torch.float64),
+                    "ids32": int32([4, 5, 6]),
+                    "flags": bools([[[F, F]], [[T, T]]]),
+                },
+            ],
+            {
+                "input_ids": long([[1, 2, 0, 0], [3, 0, 0, 0]]),
+                "pixel": torch.tensor([[1.5, 2.5], [3.5, 4.5], [5.5, 6.5]], dtype=torch.float64),
+                "ids32": int32([[1, 2, 3], [4, 5, 6]]),
+                "flags": bools([[[T, F]], [[F, F]], [[T, T]]]),
+                "padding_mask": bools([[F, F, T, T], [F, T, T, T]]),
+            },
+            keys=("input_ids", "pixel", "ids32", "flags", "padding_mask"),
+            pad_seq_len_divisible=4,
+        ),
+        _dcoll(
+            "tensor_input_ids",
+            ["dcoll-fields"],
+            "pre-batched [1, S] int32 tensor input_ids are concatenated and keep int32; padding_mask follows them",
+            [{"input_ids": int32([[5, 0, 6]])}, {"input_ids": int32([[0, 7, 8]])}],
+            {"input_ids": int32([[5, 0, 6], [0, 7, 8]]), "padding_mask": bools([[F, T, F], [T, F, F]])},
+            keys=("input_ids", "padding_mask"),
+        ),
+        _dcoll(
+            "keys_come_from_item0",
+            ["dcoll-fields"],
+            "keys are item 0's, in its order; a key only a later item has is ignored",
+            [{"labels": [1], "input_ids": [2]}, {"labels": [3, 4], "input_ids": [5, 6], "extra": [7, 8]}],
+            {
+                "labels": long([[1, X], [3, 4]]),
+                "input_ids": long([[2, 0], [5, 6]]),
+                "padding_mask": bools([[F, T], [F, F]]),
+            },
+            keys=("labels", "input_ids", "padding_mask"),
+        ),
+        _dcoll(
+            "rejects_an_empty_batch", ["dcoll-fields"], "an empty batch raises IndexError", [], error=("IndexError", ())
+        ),
+        _dcoll(
+            "rejects_a_key_missing_from_a_later_item",
+            ["dcoll-fields"],
+            "a key of item 0 missing from a later item raises KeyError naming it",
+            [{"input_ids": [1], "labels": [2]}, {"input_ids": [3]}],
+            error=("KeyError", ("labels",)),
+        ),
+    ]
+    # Scalars are stacked to [B] through numpy (Python floats give float64); 0-D tensors keep their dtype.
+    for name, first, second, score in (
+        ("float", 0.5, 1.5, torch.tensor([0.5, 1.5], dtype=torch.float64)),
+        ("0d_int32", torch.tensor(2, dtype=torch.int32), torch.tensor(5, dtype=torch.int32), int32([2, 5])),
+        (
+            "0d_float64",
+            torch.tensor(0.25, dtype=torch.float64),
+            torch.tensor(0.75, dtype=torch.float64),
+            torch.tensor([0.25, 0.75], dtype=torch.float64),
+        ),
+    ):
+        cases.append(
+            _dcoll(
+                f"scalar_fields_are_stacked_{name}",
+                ["dcoll-fields"],
+                f"{name.replace('_', ' ')} scalars are stacked to [B]",
+                [{"input_ids": [1, 2], "score": first}, {"input_ids": [3], "score": second}],
+                {"input_ids": long([[1, 2], [3, 0]]), "score": score},
+                keys=("input_ids", "score", "padding_mask"),
+            )
+        )
+    return cases
+
+
+PREPACKED = [
+    {
+        "input_ids": [1, 2, 3, 99, 4, 5],
+        "labels": [2, 3, X, X, 5, X],
+        "position_ids": [0, 1, 2, 0, 0, 1],
+        "seq_lens": [3, 2],
+        "seq_lens_padded": [4, 2],
+    },
+    {
+        "input_ids": [6, 7, 8, 9, 10, 11],
+        "labels": [7, X, 9, X, 11, X],
+        "position_ids": [0, 1, 0, 1, 0, 1],
+        "seq_lens": [2, 2, 2],
+        "seq_lens_padded": [2, 2, 2],
+    },
+]
+FEATURES = [
+    {"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1]},
+    {"input_ids": [5, 6]},
+    {"input_ids": [7], "labels": [8]},
+]
+
+
+def _thdcoll(name, clauses, description, batch, expected=None, error=None, keys=THD):
+    return Case(
+        name=f"test_thd_collater_{name}",
+        clauses=tuple(clauses),
+        description=description,
+        function="packed_sequence_thd_collater",
+        inputs={"batch": batch},
+        expected=expected,
+        error=error,
+        keys=None if error else keys,
+    )
+
+
+def case_thd_collater():
+    extra = {"attention_mask": [1] * 6, "loss_mask": [1] * 6, PAD: {"input_ids": 0, "labels": X}}
+    stacked = {
+        "input_ids": long([[1, 2, 3, 99, 4, 5], [6, 7, 8, 9, 10, 11]]),
+        "labels": long([[2, 3, X, X, 5, X], [7, X, 9, X, 11, X]]),
+        "position_ids": long([[0, 1, 2, 0, 0, 1], [0, 1, 0, 1, 0, 1]]),
+        "seq_lens": long([[3, 2, THD_PAD], [2, 2, 2]]),
+        "seq_lens_padded": long([[4, 2, THD_PAD], [2, 2, 2]]),
+        "qkv_format": "thd",
+    }
+    shorter = {
+        **PREPACKED[1],
+        **{k: PREPACKED[1][k][:4] for k in ("input_ids", "labels", "position_ids")},
+        "seq_lens": [2, 2],
+        "seq_lens_padded": [2, 2],
+    }
+    return [
+        _thdcoll(
+            "prepacked_items_are_stacked",
+            ["thdcoll-prepacked"],
+            "two pre-packed items of length 6 with 2 and 3 sequences: stacked, seq_lens padded with the THD fill",
+            PREPACKED,
+            stacked,
+        ),
+        _thdcoll(
+            "prepacked_items_drop_other_keys",
+            ["thdcoll-prepacked"],
+            f"the same items with attention_mask, loss_mask and {PAD}: those keys are dropped",
+            [{**item, **extra} for item in PREPACKED],
+            stacked,
+        ),
+        _thdcoll(
+            "prepacked_single_item",
+            ["thdcoll-prepacked"],
+            "one pre-packed record (as collate_datums builds it) becomes [1, L] and [1, N]",
+            [
+                {
+                    "input_ids": [1, 2, 3],
+                    "labels": [2, X, 4],
+                    "position_ids": [0, 1, 0],
+                    "seq_lens": [2, 1],
+                    "seq_lens_padded": [2, 1],
+                }
+            ],
+            {
+                "input_ids": long([[1, 2, 3]]),
+                "labels": long([[2, X, 4]]),
+                "position_ids": long([[0, 1, 0]]),
+                "seq_lens": long([[2, 1]]),
+                "seq_lens_padded": long([[2, 1]]),
+                "qkv_format": "thd",
+            },
+        ),
+        _thdcoll(
+            "prepacked_of_different_lengths",
+            ["thdcoll-prepacked"],
+            "pre-packed items of lengths 6 and 4 cannot be stacked: RuntimeError",
+            [PREPACKED[0], shorter],
+            error=("RuntimeError", ()),
+        ),
+        _thdcoll("of_an_empty_batch", ["thdcoll-prepacked"], "an empty batch gives {}", [], {}, keys=()),
+        _thdcoll(
+            "on_a_pack_features_record",
+            ["pack-features", "thdcoll-prepacked"],
+            "the record pack_features_for_thd makes of FEATURES (test_pack_features_three_features_ignore_index_default) "
+            "is a valid pre-packed item",
+            [
+                {
+                    "input_ids": [1, 2, 3, 5, 6, 7],
+                    "labels": [2, 3, 4, X, X, 8],
+                    "position_ids": [0, 1, 2, 0, 1, 0],
+                    "seq_lens": [3, 2, 1],
+                    "seq_lens_padded": [3, 2, 1],
+                }
+            ],
+            {
+                "input_ids": long([[1, 2, 3, 5, 6, 7]]),
+                "labels": long([[2, 3, 4, X, X, 8]]),
+                "position_ids": long([[0, 1, 2, 0, 1, 0]]),
+                "seq_lens": long([[3, 2, 1]]),
+                "seq_lens_padded": long([[3, 2, 1]]),
+                "qkv_format": "thd",
+            },
+        ),
+        _thdcoll(
+            "synthesizes_single_sequence_packs",
+            ["thdcoll-synthesized"],
+            "items without seq_lens: seq_lens from attention_mask, padded lengths the longest length, labels padded "
+            "with ignore_index",
+            [
+                {"input_ids": [1, 2, 3], "labels": [2, 3, 7], "attention_mask": [1, 1, 0]},
+                {"input_ids": [4, 5], "labels": [5, 6]},
+            ],
+            {
+                "input_ids": long([[1, 2, 3], [4, 5, 0]]),
+                "labels": long([[2, 3, 7], [5, 6, X]]),
+                "position_ids": long([[0, 1, 2], [0, 1, 2]]),
+                "seq_lens": long([[2], [2]]),
+                "seq_lens_padded": long([[3], [3]]),
+                "qkv_format": "thd",
+            },
+        ),
+        _thdcoll(
+            "synthesized_pad_override",
+            ["thdcoll-synthesized", "thdcoll-prepacked"],
+            f"the input_ids pad comes from {PAD}; labels are still padded with ignore_index",
+            [
+                {"input_ids": [1], "labels": [2], PAD: {"input_ids": 9, "labels": -1}},
+                {
+                    "input_ids": [3, 4, 5],
+                    "labels": [4, 5, 6],
+                    "attention_mask": [1, 1, 1],
+                    PAD: {"input_ids": 9, "labels": -1},
+                },
+            ],
+            {
+                "input_ids": long([[1, 9, 9], [3, 4, 5]]),
+                "labels": long([[2, X, X], [4, 5, 6]]),
+                "position_ids": long([[0, 1, 2], [0, 1, 2]]),
+                "seq_lens": long([[1], [3]]),
+                "seq_lens_padded": long([[3], [3]]),
+                "qkv_format": "thd",
+            },
+        ),
+        _thdcoll(
+            "synthesized_needs_labels",
+            ["thdcoll-synthesized"],
+            "synthesis needs labels: an item without them raises KeyError",
+            [{"input_ids": [1, 2], "attention_mask": [1, 1]}, {"input_ids": [3], "attention_mask": [1]}],
+            error=("KeyError", ()),
+        ),
+    ]
+
+
+def case_pack_features():
+    cases = [
+        Case(
+            name=f"test_pack_features_three_features_ignore_index_{'default' if ii is None else ii}",
+            clauses=("pack-features",),
+            description=f"features join end to end; a feature without labels contributes ignore_index "
+            f"({X if ii is None else ii}) everywhere",
+            function="pack_features_for_thd",
+            inputs={"features": FEATURES},
+            options={} if ii is None else {"ignore_index": ii},
+            expected={
+                "input_ids": [1, 2, 3, 5, 6, 7],
+                "labels": [2, 3, 4] + [X if ii is None else ii] * 2 + [8],
+                "position_ids": [0, 1, 2, 0, 1, 0],
+                "seq_lens": [3, 2, 1],
+                "seq_lens_padded": [3, 2, 1],
+            },
+            keys=("input_ids", "labels", "position_ids", "seq_lens", "seq_lens_padded"),
+        )
+        for ii in (None, -1, 0)
+    ]
+    cases += [
+        Case(
+            name=f"test_pack_features_rejects_{name}",
+            clauses=("pack-errors",),
+            description=what,
+            function="pack_features_for_thd",
+            inputs={"features": features},
+            error=("ValueError", facts),
+        )
+        for name, features, facts, what in (
+            (
+                "an_empty_second_sequence",
+                [{"input_ids": [1, 2]}, {"input_ids": []}],
+                (),
+                "an empty sequence after a good one",
+            ),
+            ("short_labels", [{"input_ids": [1, 2], "labels": [1]}], (1, 2), "labels of length 1 on 2 tokens"),
+            (
+                "long_labels",
+                [{"input_ids": [1]}, {"input_ids": [1, 2, 3], "labels": [1, 2, 3, 4]}],
+                (4, 3),
+                "labels of length 4 on 3 tokens",
+            ),
+        )
+    ]
+    return cases

@@ -1,8 +1,11 @@
 """Golden cases from other systems' packing failures (field reports F01-F15,
-docs/sources.md#field-reports), restated as inputs to our contract. Every expected value is a literal copied from
-conformance/test_field_reports.py (from the field report, checked by hand); none is computed.
-The ``collate_datums`` parts of the reports live in datum.py. Every case carries its report as
-``source`` (``"F07"``; ``ctb`` reads it from the case name), which its record.json stores.
+docs/sources.md#field-reports), restated as inputs to our contract. Every expected value is a
+literal from the field report (produced there by Zephon 0.2.0 or upstream nemo-automodel 0.7.0
+code and checked by hand), or, for the reports' metamorphic lines, written here by hand from
+the same rules; none is computed. The ``collate_datums`` parts of the reports live in datum.py,
+the ``build_packed_sequence_metadata`` parts (F11-F13) in packing.py. Every case carries its
+report as ``source`` (``"F07"``; ``ctb`` reads it from the case name), which its record.json
+stores.
 """
 
 from __future__ import annotations
@@ -140,7 +143,7 @@ def case_f01():
         ),
         ctb(
             "f01_record_without_positions_or_count_is_one_document",
-            ["ctb-positions", "ctb-document-ids"],
+            ["ctb-positions", "ctb-document-ids", "batched-metadata"],
             "F01: no positions and a tag without num_sequences falls back to one document",
             rows({"row": Row(F01.tokens, None, 1), "tags": {"padding_length": 1}}),
             {
@@ -235,7 +238,7 @@ def case_f03():
     cases += [
         ctb(
             "f03_wrap_continuation_is_a_new_subdocument",
-            ["ctb-boundaries-from-zeros", "batched-metadata"],
+            ["ctb-boundaries-from-zeros", "ctb-document-ids", "batched-metadata"],
             "F03: a wrap continuation restarted at 0 opens subdocument 2",
             rows(R([17, 18, 19, 20, 30, 31, 32], [0, 1, 2, 3, 0, 1, 2], 0)),
             {
@@ -248,7 +251,7 @@ def case_f03():
         ),
         ctb(
             "f03_position_jump_is_not_a_boundary",
-            ["ctb-boundaries-from-zeros", "ctb-positions"],
+            ["ctb-boundaries-from-zeros", "ctb-positions", "ctb-document-ids", "batched-metadata"],
             "F03: positions [0,1,2,5,6,...] are one subdocument",
             rows(R([10, 11, 12, 13, 14, 15, 16], [0, 1, 2, 5, 6, 7, 8], 0)),
             {
@@ -270,7 +273,7 @@ def case_f04():
     return [
         ctb(
             "f04_cross_document_targets_kept_by_default",
-            ["ctb-cross-document-targets", "ctb-shift"],
+            ["ctb-cross-document-targets", "ctb-shift", "ctb-document-ids", "batched-metadata"],
             "F04: msk off trains EOS->BOS across documents",
             rows(F04),
             {
@@ -378,7 +381,7 @@ def case_f06():
         ),
         ctb(
             "f06_pad_token_id_only_changes_pad_slots",
-            ["unpacked-padding"],
+            ["unpacked-padding", "ctb-padding-labels", "ctb-padding-mask"],
             "F06: pad_token_id=99 changes only the pad slots of input_ids",
             F06_ROWS,
             {**F06, "input_ids": long([[5, 6, 0, 99, 99, 99], [5, 0, 6, 0, 99, 99]])},
@@ -387,7 +390,13 @@ def case_f06():
         ),
         ctb(
             "f06_pre_padded_rows_give_the_same_output",
-            ["ctb-padding-labels", "unpacked-padding"],
+            [
+                "ctb-padding-labels",
+                "unpacked-padding",
+                "ctb-padding-mask",
+                "ctb-document-ids",
+                "batched-block-causal",
+            ],
             "F06 pre-padded form gives the same output without pad_to_length",
             rows(
                 R([5, 6, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3], 4), R([5, 0, 6, 0, 0, 0, 0], [0, 1, 2, 3, 0, 1, 2], 3)
@@ -417,7 +426,7 @@ def case_f07():
         cases.append(
             ctb(
                 f"f07_completion_pad_id_{p}",
-                ["ctb-padding-labels", "ctb-padding-mask", "batched-block-causal"],
+                ["ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-block-causal"],
                 f"F07 completion with pad id {p}: only the pad slots change",
                 rows(R([70, 71, 2, p, p], [0, 1, 2, 0, 1], 2)),
                 {
@@ -425,6 +434,7 @@ def case_f07():
                     "labels": long([[71, 2, -100, -100]]),
                     "padding_mask": bools([[F, F, F, T]]),
                     **ids3([[1, 1, 1, 0]]),
+                    "position_ids": long([[0, 1, 2, 0]]),
                     "attention_mask": F07_COMPLETION,
                 },
             )
@@ -432,7 +442,7 @@ def case_f07():
         cases.append(
             ctb(
                 f"f07_prompt_pad_id_{p}",
-                ["ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids"],
+                ["ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-block-causal"],
                 f"F07 prompt with pad id {p}: a marker equal to the pad id is real",
                 rows(R([7, 30, 2, 7, 40, p, p], [0, 1, 2, 3, 4, 0, 1], 2)),
                 {
@@ -470,7 +480,7 @@ def case_f08():
     return [
         ctb(
             "f08_gathering_keeps_eos_equal_to_pad",
-            ["ctb-padding-labels", "batched-document-ids-mask", "batched-metadata", "meta-indices"],
+            ["ctb-padding-labels", "ctb-padding-mask", "batched-document-ids-mask", "batched-metadata", "meta-indices"],
             "F08: packed_token_indices >= 0 gathers the real tokens; row 0's real EOS survives",
             F08,
             {
@@ -528,7 +538,7 @@ def case_f09():
             ),
             ctb(
                 f"f09_{name}_document_ids",
-                ["ctb-extra-payload-ignored", "batched-document-ids-mask"],
+                ["ctb-extra-payload-ignored", "batched-document-ids-mask", "batched-metadata"],
                 "F09: a document_ids contract ignores the payload's attention_mask",
                 rows(row),
                 {"attention_mask": long([[1, 1, 1, 2, 2]]), "cu_seqlens": int32([[0, 3, 5]]), "max_seqlen": 3},
@@ -536,7 +546,7 @@ def case_f09():
             ),
             ctb(
                 f"f09_{name}_xdoc",
-                ["ctb-extra-payload-ignored", "ctb-xdoc", "ctb-selected-ids"],
+                ["ctb-extra-payload-ignored", "ctb-xdoc", "ctb-selected-ids", "batched-block-causal"],
                 "F09 xdoc: the whole row attends causally, on purpose",
                 rows(row),
                 {
@@ -558,7 +568,7 @@ def case_f10():
     return [
         ctb(
             "f10_padding_is_not_a_fake_segment",
-            ["ctb-padding-mask", "ctb-document-ids", "batched-block-causal", "batched-metadata"],
+            ["ctb-padding-mask", "ctb-document-ids", "ctb-positions", "batched-block-causal", "batched-metadata"],
             "F10: padding has id 0 and attends to nothing",
             rows(F10),
             {
@@ -573,6 +583,24 @@ def case_f10():
                 "max_seqlen": 3,
             },
             keys=BATCHED_META,
+            contract=META,
+        ),
+        ctb(
+            "f10_longer_padding_leaves_real_tokens_unchanged",
+            ["ctb-padding-mask", "ctb-document-ids", "batched-block-causal", "batched-metadata"],
+            "F10 metamorphic: six pad tokens instead of four keep the real prefix and cu_seqlens [[0,3]]",
+            rows(R([1, 2, 3, 0, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3, 4, 5], 6)),
+            {
+                "input_ids": long([[1, 2, 3, 0, 0, 0, 0, 0]]),
+                "labels": long([[2, 3] + [-100] * 6]),
+                "position_ids": long([[0, 1, 2, 0, 1, 2, 3, 4]]),
+                "padding_mask": bools([[F, F, F, T, T, T, T, T]]),
+                **ids3([[1, 1, 1, 0, 0, 0, 0, 0]]),
+                "attention_mask": block_mask("1....... 11...... 111..... ........ ........ ........ ........ ........"),
+                "packed_token_indices": long([[0, 1, 2, -1, -1, -1, -1, -1]]),
+                "cu_seqlens": int32([[0, 3]]),
+                "max_seqlen": 3,
+            },
             contract=META,
         ),
         ctb(
@@ -651,7 +679,7 @@ def case_f12():
     return [
         ctb(
             "f12_empty_documents_leave_no_zero_length_segment",
-            ["ctb-boundaries-from-zeros", "batched-metadata"],
+            ["ctb-boundaries-from-zeros", "ctb-document-ids", "batched-metadata"],
             "F12: documents [1,2],[],[3,4,5],[],[6] give cu_seqlens [[0,2,5,6]]",
             rows(F12),
             {
@@ -709,6 +737,18 @@ def case_f13():
             contract=META,
         ),
         ctb(
+            "f13_int32_payload_metadata_dtypes",
+            ["meta-cu-seqlens", "meta-max-seqlen", "batched-metadata"],
+            "F13: from int32 payloads, the metadata bundle still has int32 cu_seqlens and an int max_seqlen",
+            rows(F13),
+            {
+                "packed_token_indices": long([[0, 1, 2, 3, 4]]),
+                "cu_seqlens": int32([[0, 3, 5]]),
+                "max_seqlen": 3,
+            },
+            contract=META,
+        ),
+        ctb(
             "f13_int32_payload_thd_lengths_are_int64",
             ["tb-dtypes", "thd-lengths", "thd-qkv-format"],
             "F13 THD: int64 seq_lens and a str qkv_format",
@@ -733,6 +773,18 @@ F14_MAPPING = {
     "position_ids": long([[[0, 1, 0, 1, 2, 0]]] * 3),
     "document_ids": long([[1, 1, 2, 2, 2, 0]]),
     "padding_mask": bools([[F, F, F, F, F, T]]),
+}
+
+
+F14_XDOC = {  # enable_xdoc_attention's new entries for F14's segments
+    "position_ids": long([[[0, 1, 2, 3, 4, 0]]] * 3),
+    "attention_document_ids": long([[1, 1, 1, 1, 1, 0]]),
+}
+F14_CONVERTED = {  # F14's row converted, then through adapt_model_inputs: three RoPE axes
+    "input_ids": long([[5, 6, 7, 8, 9, 0]]),
+    "labels": long([[6, -100, 8, 9, -100, -100]]),
+    "padding_mask": bools([[F, F, F, F, F, T]]),
+    "document_ids": long([[1, 1, 2, 2, 2, 0]]),
 }
 
 
@@ -767,11 +819,26 @@ def case_f14():
             function="enable_xdoc_attention",
             inputs={"batch": {**F14_MAPPING, "attention_document_ids": long([[1, 1, 2, 2, 2, 0]])}},
             expected={
-                "position_ids": long([[[0, 1, 2, 3, 4, 0]]] * 3),
-                "attention_document_ids": long([[1, 1, 1, 1, 1, 0]]),
+                **F14_XDOC,
                 "document_ids": long([[1, 1, 2, 2, 2, 0]]),
                 "padding_mask": bools([[F, F, F, F, F, T]]),
             },
+        ),
+        Case(
+            name="test_f14_xdoc_leaves_the_other_fields_untouched",
+            source="F14",
+            clauses=("xdoc-positions", "xdoc-attention-ids", "xdoc-untouched"),
+            description="F14: on a whole converted mapping, [3, 1, 6] positions become [0,1,2,3,4,0] on every "
+            "axis; input_ids, labels, padding_mask and document_ids are untouched",
+            function="enable_xdoc_attention",
+            inputs={
+                "batch": {
+                    **F14_CONVERTED,
+                    "position_ids": F14_MAPPING["position_ids"],
+                    "attention_document_ids": F14_CONVERTED["document_ids"],
+                }
+            },
+            expected={**F14_CONVERTED, **F14_XDOC},
         ),
     ]
 
@@ -784,7 +851,7 @@ def case_f15():
     return [
         ctb(
             "f15_every_per_token_field_has_the_packed_width",
-            ["tb-shapes", "ctb-positions", "batched-metadata"],
+            ["tb-shapes", "ctb-positions", "ctb-padding-mask", "batched-metadata"],
             "F15: a packed row of 8 inputs gives [1,8] fields and a [1,1,8,8] mask",
             rows(F15),
             {
@@ -821,7 +888,7 @@ def case_f15():
         ),
         ctb(
             "f15_pad_to_length_pads_every_field",
-            ["unpacked-padding", "unpacked-same-route", "tb-shapes"],
+            ["unpacked-padding", "unpacked-same-route", "tb-shapes", "batched-metadata"],
             "F15 pad_to_length=9: every field of both rows is padded to width 8",
             F15_UNPACKED,
             {

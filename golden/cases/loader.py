@@ -22,7 +22,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from conformance.golden.api import Case, Row, Value, corpus_pipeline, long, packed_row, rows_of
+from conformance.golden.api import IGNORE_INDEX, Case, Row, Value, corpus_pipeline, long, packed_row, rows_of
 
 DOC_IDS = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": False}
 
@@ -40,7 +40,7 @@ def rows(row: Row) -> dict:
     }
 
 
-def _batch(k: int, ignore_index: int = -100) -> dict:
+def _batch(k: int, ignore_index: int = IGNORE_INDEX) -> dict:
     """The converted batch k of ``_three_batches`` (document_ids contract)."""
     return {
         "input_ids": long([[10 + k, 11 + k, 12 + k]]),

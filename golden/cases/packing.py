@@ -18,7 +18,7 @@ META = ("meta-indices", "meta-cu-seqlens", "meta-max-seqlen", "meta-return")
 UNPAD = ("unpad-binary", "unpad-indexed", "unpad-outputs")
 
 
-def _meta(name, mask, indices, cu, max_seqlen, description, clauses=META):
+def _meta(name, mask, indices, cu, max_seqlen, description, clauses=META, source=None):
     return Case(
         name=f"test_meta_{name}",
         clauses=clauses,
@@ -27,6 +27,7 @@ def _meta(name, mask, indices, cu, max_seqlen, description, clauses=META):
         inputs={"mask": mask},
         expected={"packed_token_indices": long(indices), "cu_seqlens": int32(cu), "max_seqlen": max_seqlen},
         keys=("packed_token_indices", "cu_seqlens", "max_seqlen"),
+        source=source,
     )
 
 
@@ -119,6 +120,7 @@ def case_meta_f11_one_empty_row():
         4,
         "F11: upstream tolerates one empty row",
         META + ("meta-errors",),
+        source="F11",
     )
 
 
@@ -131,6 +133,7 @@ def case_meta_f12_gapped_with_padding():
         2,
         "F12: gapped ids leave trailing -1, not zero-length entries",
         META + ("unpad-precondition",),
+        source="F12",
     )
 
 
@@ -143,6 +146,8 @@ def case_meta_f13_dtypes():
             [[0, 3, 5]],
             3,
             "F13: int32 mask, contract dtypes",
+            META + ("unpad-binary",),
+            source="F13",
         ),
         _meta(
             "f13_int64_mask",
@@ -151,6 +156,8 @@ def case_meta_f13_dtypes():
             [[0, 3, 5]],
             3,
             "F13: int64 mask, contract dtypes",
+            META + ("unpad-binary",),
+            source="F13",
         ),
         _meta(
             "f13_bool_mask",
@@ -160,6 +167,7 @@ def case_meta_f13_dtypes():
             4,
             "F13: bool mask, contract dtypes",
             META + ("unpad-binary",),
+            source="F13",
         ),
     ]
 
@@ -218,6 +226,42 @@ def case_unpad_canon():
             "indexed mask with an interior exclusion",
         ),
     ]
+
+
+def case_unordered_ids():
+    """Ids outside the caller's order ([unpad-precondition]: nothing is checked, the rules still
+    apply): an id split by another id, ids decreasing along the row."""
+    cases = []
+    for name, mask, indices, cu, max_seqlen, what in (
+        ("split_id", [[1, 2, 1]], [0, 1, 2], [0, 2, 3], 2, "id 1 split by id 2"),
+        ("decreasing_ids", [[2, 2, 1, 1, 1]], [0, 1, 2, 3, 4], [0, 3, 5], 3, "ids decreasing along the row"),
+    ):
+        cases.append(
+            Case(
+                name=f"test_unpad_{name}",
+                clauses=("unpad-precondition",),
+                description=f"{what}: per (row, id) counts, exactly as [unpad-indexed] defines them, and no error",
+                function="get_unpad_data",
+                inputs={"mask": long(mask)},
+                expected={"indices": long(indices), "cu_seqlens": int32(cu), "max_seqlen": max_seqlen},
+            )
+        )
+        cases.append(
+            Case(
+                name=f"test_meta_{name}",
+                clauses=("unpad-precondition",),
+                description=f"{what}: row-local indices and per-id cu_seqlens, exactly as [meta-indices] and "
+                "[meta-cu-seqlens] define them",
+                function="build_packed_sequence_metadata",
+                inputs={"mask": long(mask)},
+                expected={
+                    "packed_token_indices": long([indices]),
+                    "cu_seqlens": int32([cu]),
+                    "max_seqlen": max_seqlen,
+                },
+            )
+        )
+    return cases
 
 
 # (name, mask, what is wrong, facts): each raises ValueError naming attention_mask, and the

@@ -11,7 +11,7 @@ import random
 
 import torch
 
-from conformance.golden.api import Case, Shape, Value, bools, long
+from conformance.golden.api import THD_PAD, Case, Shape, Value, bools, long
 
 F, T = False, True
 IDS = long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]])
@@ -201,8 +201,8 @@ def case_output_formats():
             inputs={"batch": ids},
             options={"output_format": "thd"},
             expected={
-                "seq_lens": long([[3, 2, 2], [5, 3, -1000]]),
-                "seq_lens_padded": long([[3, 2, 3], [5, 3, -1000]]),
+                "seq_lens": long([[3, 2, 2], [5, 3, THD_PAD]]),
+                "seq_lens_padded": long([[3, 2, 3], [5, 3, THD_PAD]]),
                 "qkv_format": "thd",
             },
             keys=("document_ids", "attention_document_ids", "seq_lens", "seq_lens_padded", "qkv_format"),
@@ -288,15 +288,23 @@ def case_xdoc_bound_translated_only():
         "document_ids": long([[1, 1, 2, 2, 0]]),
         "attention_document_ids": long([[1, 1, 2, 2, 0]]),
     }
+    translated = {"position_ids": long([[0, 1, 2, 8, 9]]), "attention_document_ids": long([[1, 1, 1, 1, 0]])}
+    # (name suffix, mask type, max_sequence_length): the largest translated position is 8 < the bound
+    passing = (("", "block_causal", 9), ("_10", "block_causal", 10), ("_9_ids", "document_ids", 9))
+    passing += (("_10_ids", "document_ids", 10),)
     return [
         _xdoc(
-            "bound_skips_padding",
+            f"bound_skips_padding{suffix}",
             batch,
-            {"position_ids": long([[0, 1, 2, 8, 9]]), "attention_document_ids": long([[1, 1, 1, 1, 0]])},
+            translated,
             clauses=("xdoc-contract", "xdoc-positions"),
-            contract={"max_sequence_length": 9},
-            description="max_sequence_length 9: the pad slot's position 9 (document id 0) is not bounded",
-        ),
+            contract={"max_sequence_length": bound}
+            if not suffix
+            else {"packed_mask_type": mask, "max_sequence_length": bound},
+            description=f"{mask}, max_sequence_length {bound}: the pad slot's position 9 (document id 0) is not bounded",
+        )
+        for suffix, mask, bound in passing
+    ] + [
         _xdoc(
             "bound_names_the_translated_position",
             batch,
@@ -305,4 +313,225 @@ def case_xdoc_bound_translated_only():
             contract={"max_sequence_length": 5},
             description="max_sequence_length 5: the one translated position past it (8) raises, naming both",
         ),
+        _xdoc(
+            "bound_names_the_translated_position_of_an_excluded_token",
+            {**batch, "attention_document_ids": long([[1, 1, 2, 0, 0]])},
+            error=("ValueError", ("max_sequence_length", 5, 8)),
+            clauses=("xdoc-contract",),
+            contract={"max_sequence_length": 5},
+            description="the same with the token at 8 excluded from attention (id 0): its document still numbers "
+            "it, so it is bounded too",
+        ),
+    ]
+
+
+def case_adapt_small():
+    ids = long([[1, 1, 1, 2, 2, 0]])
+    positions = long([[0, 1, 2, 0, 1, 0]])
+    bad = [  # (name, batch, attention_eligibility: None is passed as None, error type, facts)
+        ("missing_document_ids_none_eligibility", {"input_ids": long([[1, 2]])}, None, "ValueError", ("document_ids",)),
+        (
+            "int32_document_ids_none_eligibility",
+            {"document_ids": torch.tensor([[1, 1]], dtype=torch.int32)},
+            None,
+            "TypeError",
+            ("document_ids",),
+        ),
+        ("1d_document_ids_none_eligibility", {"document_ids": long([1, 1])}, None, "ValueError", ("document_ids",)),
+        ("int_eligibility", {"document_ids": long([[1, 1]])}, long([[1, 0]]), "TypeError", ("attention_eligibility",)),
+        (
+            "eligibility_longer_than_the_ids",
+            {"document_ids": long([[1, 1]])},
+            bools([[T, T, T]]),
+            "ValueError",
+            ("attention_eligibility", Shape(1, 2), Shape(1, 3)),
+        ),
+    ]
+    return [
+        Case(
+            name="test_adapt_copies_document_ids",
+            clauses=("adapt-attention-ids", "adapt-no-mutation"),
+            description="no eligibility: attention_document_ids equal the document ids, padding included",
+            function="adapt_model_inputs",
+            inputs={"batch": {"document_ids": long([[1, 1, 2, 0], [1, 2, 3, 3]])}},
+            expected={"attention_document_ids": long([[1, 1, 2, 0], [1, 2, 3, 3]])},
+            keys=("document_ids", "attention_document_ids"),
+        ),
+        Case(
+            name="test_adapt_excludes_without_renumbering",
+            clauses=("adapt-attention-ids", "adapt-no-mutation"),
+            description="ineligible (e.g. synthetic image) tokens get id 0; the other ids are kept as they are",
+            function="adapt_model_inputs",
+            inputs={"batch": {"document_ids": ids}, "attention_eligibility": bools([[T, F, T, F, F, T]])},
+            expected={"attention_document_ids": long([[1, 0, 1, 0, 0, 0]]), "document_ids": ids},
+        ),
+        # Processor exclusions under xdoc, in two steps (adapt_model_inputs, then enable_xdoc_attention
+        # on the mapping it returns): an ineligible token stays excluded, but its subdocument still numbers it.
+        Case(
+            name="test_adapt_excludes_one_token_before_xdoc",
+            clauses=("adapt-attention-ids",),
+            description="eligibility [[T,F,T,T,T,T]]: token 1 gets id 0 (step 1 of 2, see "
+            "test_xdoc_keeps_processor_exclusions)",
+            function="adapt_model_inputs",
+            inputs={
+                "batch": {"position_ids": positions, "document_ids": ids},
+                "attention_eligibility": bools([[T, F, T, T, T, T]]),
+            },
+            expected={"attention_document_ids": long([[1, 0, 1, 2, 2, 0]])},
+            keys=("position_ids", "document_ids", "attention_document_ids"),
+        ),
+        _xdoc(
+            "keeps_processor_exclusions",
+            {"position_ids": positions, "document_ids": ids, "attention_document_ids": long([[1, 0, 1, 2, 2, 0]])},
+            {"attention_document_ids": long([[1, 0, 1, 1, 1, 0]]), "position_ids": long([[0, 1, 2, 3, 4, 0]])},
+            clauses=("xdoc-attention-ids", "xdoc-positions"),
+            description="the mapping test_adapt_excludes_one_token_before_xdoc returns (step 2 of 2): the excluded "
+            "token stays 0, its subdocument still numbers it",
+        ),
+    ] + [
+        Case(
+            name=f"test_adapt_rejects_{name}",
+            clauses=("adapt-errors",),
+            description=f"adapt_model_inputs: {name.replace('_', ' ')}",
+            function="adapt_model_inputs",
+            inputs={"batch": batch, "attention_eligibility": eligibility},
+            error=(kind, facts),
+        )
+        for name, batch, eligibility, kind, facts in bad
+    ]
+
+
+def case_xdoc_small():
+    def batch(positions=(0, 1, 0), ids=(1, 1, 2), attention=None):
+        return {
+            "position_ids": long([list(positions)]),
+            "document_ids": long([list(ids)]),
+            "attention_document_ids": long([list(ids if attention is None else attention)]),
+        }
+
+    def without(key):
+        out = batch()
+        del out[key]
+        return out
+
+    good = batch()
+    bad = [
+        ("no_document_ids", without("document_ids"), "ValueError", ("document_ids",)),
+        ("no_attention_ids", without("attention_document_ids"), "ValueError", ("attention_document_ids",)),
+        ("no_positions", without("position_ids"), "ValueError", ("position_ids",)),
+        (
+            "int32_positions_of_3",
+            {**good, "position_ids": torch.tensor([[0, 1, 0]], dtype=torch.int32)},
+            "TypeError",
+            ("position_ids",),
+        ),
+        (
+            "int32_ids",
+            {**good, "document_ids": torch.tensor([[1, 1, 2]], dtype=torch.int32)},
+            "TypeError",
+            ("document_ids",),
+        ),
+        ("positions_wrong_length", {**good, "position_ids": long([[0, 1]])}, "ValueError", ("position_ids",)),
+        ("positions_4d", {**good, "position_ids": long([[[[0, 1, 0]]]])}, "ValueError", ("position_ids",)),
+        (
+            "attention_ids_longer",
+            {**good, "attention_document_ids": long([[1, 1, 2, 2]])},
+            "ValueError",
+            ("attention_document_ids",),
+        ),
+        ("negative_position_of_3", {**good, "position_ids": long([[0, -1, 0]])}, "ValueError", ("position_ids",)),
+    ]
+    cases = [_xdoc(f"rejects_{n}", b, error=(k, w), clauses=("xdoc-errors",)) for n, b, k, w in bad]
+    cases.append(
+        _xdoc(
+            "mrope_offset_takes_the_largest_axis",
+            {**batch((0, 1, 0, 1), (1, 1, 2, 2)), "position_ids": long([[[0, 1, 0, 1]], [[0, 5, 0, 0]]])},
+            {"position_ids": long([[[0, 1, 6, 7]], [[0, 5, 6, 6]]])},
+            clauses=("xdoc-positions",),
+            description="A16: two axes, axis 1 of subdocument 1 reaches 5: subdocument 2 starts at 6 on every axis",
+        )
+    )
+    two = batch((0, 1, 2, 0, 1, 2), (1, 1, 1, 2, 2, 2))
+    over = batch((0, 1, 2, 0, 1, 4), (1, 1, 1, 2, 2, 2))
+    for mask_type in ("block_causal", "document_ids"):
+        for bound in (None, 6, 100):
+            cases.append(
+                _xdoc(
+                    f"bound_{bound}_{mask_type}",
+                    two,
+                    {"position_ids": long([[0, 1, 2, 3, 4, 5]])},
+                    clauses=("xdoc-contract",),
+                    contract={
+                        "packed_mask_type": mask_type,
+                        "return_packed_sequence_metadata": False,
+                        "return_document_ids": False,
+                        "max_sequence_length": bound,
+                    },
+                    description=f"{mask_type}, max_sequence_length {bound}: translated positions 0..5 pass; the mask "
+                    "type changes nothing",
+                )
+            )
+        cases.append(
+            _xdoc(
+                f"bound_6_reached_{mask_type}",
+                over,
+                error=("ValueError", ("max_sequence_length", 7, 6)),
+                clauses=("xdoc-contract",),
+                contract={
+                    "packed_mask_type": mask_type,
+                    "return_packed_sequence_metadata": False,
+                    "return_document_ids": False,
+                    "max_sequence_length": 6,
+                },
+                description=f"{mask_type}: translated positions [0,1,2,3,4,7]; only 7 reaches the bound 6, so the "
+                "error names 7 and 6",
+            )
+        )
+    return cases
+
+
+def case_output_thd_runs():
+    ids = long([[1, 1, 2, 2, 2, 0, 0], [5] * 7, [1, 2, 3, 4, 5, 6, 0]])
+    fill = [THD_PAD] * 5
+    return [
+        Case(
+            name="test_output_thd_runs_in_stream_order",
+            clauses=("thd-lengths", "thd-qkv-format"),
+            description="runs of equal positive ids in stream order; padding joins the last run; unused slots hold "
+            "the THD fill",
+            function="convert_batch_output",
+            inputs={"batch": {"attention_document_ids": ids}},
+            options={"output_format": "thd"},
+            expected={
+                "seq_lens": long([[2, 3] + fill[:4], [7] + fill, [1] * 6]),
+                "seq_lens_padded": long([[2, 5] + fill[:4], [7] + fill, [1] * 5 + [2]]),
+                "qkv_format": "thd",
+            },
+        ),
+        Case(
+            name="test_output_unknown_format_one_token",
+            clauses=("types-output-format",),
+            description='output_format "bshd" on a one-token mapping raises ValueError naming the formats',
+            function="convert_batch_output",
+            inputs={"batch": {"attention_document_ids": long([[1]])}},
+            options={"output_format": "bshd"},
+            error=("ValueError", ("output_format", "batched", "thd", Value("bshd"))),
+        ),
+    ] + [
+        Case(
+            name=f"test_output_thd_rejects_{name}",
+            clauses=("thd-errors",),
+            description=f"THD lengths cannot express {name.replace('_', ' ')}: ValueError naming row {row}",
+            function="convert_batch_output",
+            inputs={"batch": {"attention_document_ids": long(bad)}},
+            options={"output_format": "thd"},
+            error=("ValueError", (row,)),
+        )
+        for name, bad, row in (
+            ("left_padding", [[0, 0, 1, 1, 1]], 0),
+            ("interior_exclusion", [[1, 1, 0, 1, 1]], 0),
+            ("an_id_that_reappears", [[1, 1, 1, 1], [1, 2, 1, 0]], 1),
+            ("an_empty_row", [[1, 1, 0], [0, 0, 0]], 1),
+            ("a_negative_id", [[1, 1, 1], [1, -1, 2]], 1),
+        )
     ]

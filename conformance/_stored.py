@@ -1,0 +1,49 @@
+"""The inputs of stored golden cases (``golden/data``, read through the verified path of
+``conformance.goldens``), for the conformance checks that need a golden case's input on a
+live object: aliasing, in-place mutation, identity, device placement, the type of a returned
+value. The input is defined once, in the case (``golden/cases/*.py``); these checks reuse it
+instead of restating it.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+from conformance._zephon import Row
+
+__all__ = ["EXAMPLE", "stored_inputs", "stored_options", "stored_rows"]
+
+EXAMPLE = "test_example_a_defaults"  # the shared packed batch of SPEC.md's worked examples A-G
+
+
+@functools.cache
+def _case(name: str) -> Any:
+    # imported on first use: regenerating the golden files imports this package
+    from conformance.golden.store import load_case
+
+    return load_case(name)
+
+
+def stored_inputs(name: str) -> Any:
+    """A private copy of golden case ``name``'s decoded inputs (tensors, mappings, lists)."""
+    return copy.deepcopy(_case(name).inputs)
+
+
+def stored_options(name: str) -> dict:
+    """A private copy of golden case ``name``'s options."""
+    return copy.deepcopy(_case(name).record["options"])
+
+
+def stored_rows(name: str = EXAMPLE) -> list[Row]:
+    """The ``convert_text_batch`` rows of golden case ``name`` (``conformance.golden.api.rows``
+    inputs) as ``Row``s; record options (field names, tags, extra payloads) are not kept."""
+    return [
+        Row(
+            tuple(r["tokens"].tolist()),
+            None if r["positions"] is None else tuple(r["positions"].tolist()),
+            r["padding_length"],
+        )
+        for r in _case(name).inputs["rows"]
+    ]
