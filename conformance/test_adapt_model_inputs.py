@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance._asserts import assert_tensor_equal
-from conformance._stored import stored_inputs
+from conformance.helpers.asserts import assert_tensor_equal
+from conformance.helpers.stored import stored_inputs
 
 
 @pytest.mark.requires("adapt_model_inputs")

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from conformance._asserts import assert_keys, assert_raises
-from conformance._stored import stored_inputs, stored_options
+from conformance.helpers.asserts import assert_keys, assert_raises
+from conformance.helpers.stored import stored_inputs, stored_options
 
 # --- default_collater ---------------------------------------------------------------------------
 

@@ -5,10 +5,10 @@ Upstream nemo-automodel 0.7.0 pops ``___PAD_TOKEN_IDS___`` from its items and re
 THD synthesis mode, and its ``batchify`` reshapes a caller's ``[S]`` tensor to ``[1, S]`` in
 place (issue #3933). Each check below snapshots everything a call receives (the batch list,
 every item mapping and its key order, every list, every tensor's identity, dtype, shape,
-stride, storage offset, data pointer and values; ``conformance._storage.input_state``), calls
+stride, storage offset, data pointer and values; ``conformance.helpers.storage.input_state``), calls
 the collater once, and compares. Items hold lists, 1-D ``[S]`` tensors and 2-D ``[1, S]`` /
 ``[B_i, D]`` tensors, with ``___PAD_TOKEN_IDS___`` in item 0. Inputs are written by hand (the
-pre-packed items are read from their golden case, ``conformance._stored``); the code under test
+pre-packed items are read from their golden case, ``conformance.helpers.stored``); the code under test
 is reached only through the ``backend`` fixture.
 """
 
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import torch
 
-from conformance._examples import IGNORE_INDEX
-from conformance._storage import input_state, state_changes
-from conformance._stored import stored_inputs
+from conformance.helpers.literals import IGNORE_INDEX
+from conformance.helpers.storage import input_state, state_changes
+from conformance.helpers.stored import stored_inputs
 
 PAD = "___PAD_TOKEN_IDS___"
 X = IGNORE_INDEX

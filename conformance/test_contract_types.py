@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conformance._asserts import assert_batch_equal
-from conformance._examples import convert
-from conformance._stored import stored_rows
+from conformance.helpers.asserts import assert_batch_equal
+from conformance.helpers.literals import convert
+from conformance.helpers.stored import stored_rows
 
 
 @pytest.mark.requires("contract_types")

@@ -15,10 +15,10 @@ import copy
 import numpy as np
 import pytest
 
-from conformance._asserts import assert_batch_equal, assert_raises
-from conformance._examples import IGNORE_INDEX, convert
-from conformance._stored import stored_rows
-from conformance._zephon import Contract, Row, describe_rows, packed_row, sample_batch
+from conformance.helpers.asserts import assert_batch_equal, assert_raises
+from conformance.helpers.inputs import Contract, Row, describe_rows, packed_row, sample_batch
+from conformance.helpers.literals import IGNORE_INDEX, convert
+from conformance.helpers.stored import stored_rows
 
 
 @pytest.mark.requires("convert_text_batch")

@@ -22,10 +22,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance._asserts import assert_batch_equal, assert_keys, assert_raises, assert_tensor_equal
-from conformance._examples import IGNORE_INDEX, bools, f32, long
-from conformance._stored import stored_inputs, stored_options
 from conformance.golden.inputs import build_datum
+from conformance.helpers.asserts import assert_batch_equal, assert_keys, assert_raises, assert_tensor_equal
+from conformance.helpers.literals import IGNORE_INDEX, bools, f32, long
+from conformance.helpers.stored import stored_inputs, stored_options
 
 X = IGNORE_INDEX
 

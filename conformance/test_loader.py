@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from conformance._asserts import Value, assert_raises
-from conformance._examples import IGNORE_INDEX
-from conformance._pipelines import RecordingPipeline, corpus_pipeline
-from conformance._zephon import Contract, packed_row, sample_batch
+from conformance.helpers.asserts import Value, assert_raises
+from conformance.helpers.inputs import Contract, packed_row, sample_batch
+from conformance.helpers.literals import IGNORE_INDEX
+from conformance.helpers.pipelines import RecordingPipeline, corpus_pipeline
 
 
 def three_batches():

@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
-from conformance._pipelines import RecordingPipeline, corpus_pipeline
-from conformance._zephon import Contract, packed_row, sample_batch
+from conformance.helpers.inputs import Contract, packed_row, sample_batch
+from conformance.helpers.pipelines import RecordingPipeline, corpus_pipeline
 
 
 def three_batches():

@@ -20,16 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance._asserts import assert_batch_equal, assert_raises
-from conformance._examples import IGNORE_INDEX
-from conformance._pipelines import (
-    SpyPipeline,
-    corpus_pipeline,
-    index_pipeline,
-    make_loader,
-)
-from conformance._zephon import Contract
-from conformance.envelope import (
+from conformance.helpers.asserts import assert_batch_equal, assert_raises
+from conformance.helpers.envelope import (
     BAD_ARGUMENTS,
     BODY_KEYS,
     DIGEST,
@@ -45,6 +37,14 @@ from conformance.envelope import (
     mutate,
     raw_body,
     version_of,
+)
+from conformance.helpers.inputs import Contract
+from conformance.helpers.literals import IGNORE_INDEX
+from conformance.helpers.pipelines import (
+    SpyPipeline,
+    corpus_pipeline,
+    index_pipeline,
+    make_loader,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

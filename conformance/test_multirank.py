@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance._asserts import names
-from conformance.envelope import DIGEST, HEADER, MAGIC, body_of
+from conformance.helpers.asserts import names
+from conformance.helpers.envelope import DIGEST, HEADER, MAGIC, body_of
 from conformance.plugin import HARNESS_TAG, LAUNCHERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -563,7 +563,7 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
     # Rank 0 collects the shards: "... waiting for checkpoint shards: Missing ranks=[3]" (Zephon
     # 0.2.0). Ranks 1 and 2 race the leader and may time out "waiting for merged checkpoint",
     # which names no rank, so the clause asks for the missing rank on rank 0 only. A rank is
-    # named by its index as a whole integer (conformance/_asserts.py names()); the wording is free.
+    # named by its index as a whole integer (conformance/helpers/asserts.py names()); the wording is free.
     leader = results[0]["error_message"]
     assert names(leader, 3), (
         f"rank 0's error must name the missing rank 3 (e.g. 'missing ranks=[3]') [state-collective-timeout]: "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance._stored import stored_inputs
+from conformance.helpers.stored import stored_inputs
 
 
 @pytest.mark.requires("convert_batch_output")

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance._corpus import BOS_ID, EOS_ID, CorpusTokenizer, corpus_bytes
-from conformance._examples import IGNORE_INDEX
-from conformance._invariants import check_converted_batch
-from conformance._pipelines import corpus_pipeline
-from conformance._zephon import Contract, rows_of
+from conformance.helpers.corpus import BOS_ID, EOS_ID, CorpusTokenizer, corpus_bytes
+from conformance.helpers.inputs import Contract, rows_of
+from conformance.helpers.invariants import check_converted_batch
+from conformance.helpers.literals import IGNORE_INDEX
+from conformance.helpers.pipelines import corpus_pipeline
 
 SEQ_LEN = 1024
 BATCH_SIZE = 4

@@ -1,7 +1,7 @@
 """The state envelope's checks, their precedence, and the canonical fingerprint (SPEC.md,
 "``ZephonDataLoader`` checkpoint state (single process)").
 
-Corruptions and bad arguments are the suite's one library of them (``conformance/envelope.py``,
+Corruptions and bad arguments are the suite's one library of them (``conformance/helpers/envelope.py``,
 which the golden state scripts use too), applied to the backend's own bytes, so a test depends
 only on the envelope layout of [state-envelope]. Fingerprints are computed here from literal
 pipeline descriptions, with canonical JSON and ``hashlib`` only, and compared with what the
@@ -15,10 +15,9 @@ import hashlib
 import pytest
 from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
-from conformance._asserts import assert_raises
-from conformance._corpus import CorpusTokenizer
-from conformance._pipelines import SpyPipeline, corpus_pipeline, index_pipeline, make_loader
-from conformance.envelope import (
+from conformance.helpers.asserts import assert_raises
+from conformance.helpers.corpus import CorpusTokenizer
+from conformance.helpers.envelope import (
     BAD_ARGUMENTS,
     CHECKS,
     CORRUPTIONS,
@@ -32,6 +31,7 @@ from conformance.envelope import (
     version_of,
     with_version,
 )
+from conformance.helpers.pipelines import SpyPipeline, corpus_pipeline, index_pipeline, make_loader
 
 ZEROS = "0" * 64  # a fingerprint no pipeline has
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from conformance._asserts import assert_batch_equal
-from conformance._examples import convert
-from conformance._stored import stored_rows
-from conformance._zephon import Row, describe_rows
+from conformance.helpers.asserts import assert_batch_equal
+from conformance.helpers.inputs import Row, describe_rows
+from conformance.helpers.literals import convert
+from conformance.helpers.stored import stored_rows
 
 
 @pytest.mark.requires("convert_text_batch", "unpacked")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance._stored import stored_inputs
-from conformance._zephon import Contract
+from conformance.helpers.inputs import Contract
+from conformance.helpers.stored import stored_inputs
 
 
 @pytest.mark.requires("xdoc")

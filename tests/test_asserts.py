@@ -1,4 +1,4 @@
-"""The suite's assert helpers (``conformance/_asserts.py``) fail on the cases they exist for,
+"""The suite's assert helpers (``conformance/helpers/asserts.py``) fail on the cases they exist for,
 with a message that shows what was compared, the expected and the actual value and the clause
 tag ``[clause: call]``, and pass on equal inputs."""
 
@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from conformance._asserts import (
+from conformance.helpers.asserts import (
     MAX_MISMATCHES,
     Shape,
     Value,

@@ -1,4 +1,4 @@
-"""The suite's state-envelope library (``conformance/envelope.py``): the layout helpers read
+"""The suite's state-envelope library (``conformance/helpers/envelope.py``): the layout helpers read
 what ``envelope`` writes, and each named corruption damages exactly the part its name says,
 so the first [state-load-validates-first] check it fails is the one the state tests expect.
 Built on a literal envelope; no backend is involved."""
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.envelope import (
+from conformance.helpers.envelope import (
     BAD_ARGUMENTS,
     BODY_KEYS,
     CORRUPTIONS,

@@ -3,7 +3,7 @@
 SPEC 1.0: an error message is not normative text. A check asserts the exception type
 (subclasses allowed) and only the facts its clause says the message names: a parameter,
 field or attribute name, a record or row index, the given values, both shapes or both
-fingerprints, and the [state-load-validates-first] check names (``conformance/_asserts.py``
+fingerprints, and the [state-load-validates-first] check names (``conformance/helpers/asserts.py``
 ``names()`` defines how each is matched). ``tests/backends/reworded_backend.py`` is the
 reference with every error message reworded: same type, same facts, another sentence (the
 facts in reverse order). The suite must pass against it exactly as against the reference;
@@ -30,9 +30,9 @@ import torch
 from _suite import ROOT, SuiteRun, run_conformance
 
 import reference
-from conformance._asserts import Shape, names
-from conformance._pipelines import RecordingPipeline, index_pipeline, row_indices
-from conformance._zephon import Contract, Row, sample_batch
+from conformance.helpers.asserts import Shape, names
+from conformance.helpers.inputs import Contract, Row, sample_batch
+from conformance.helpers.pipelines import RecordingPipeline, index_pipeline, row_indices
 
 BACKEND_DIR = ROOT / "tests" / "backends"
 REWORDED_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BACKEND_DIR), str(ROOT)]))
@@ -260,5 +260,5 @@ def test_facts_survive_the_rewording():
     ],
 )
 def test_what_naming_a_fact_means(message, fact, named):
-    """SPEC 1.0's definition, as conformance/_asserts.py names() applies it."""
+    """SPEC 1.0's definition, as conformance/helpers/asserts.py names() applies it."""
     assert names(message, fact) is named

@@ -20,10 +20,10 @@ from _suite import ROOT, run_conformance
 from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
 import reference
-from conformance._asserts import assert_batch_equal
-from conformance._pipelines import corpus_pipeline, index_pipeline, row_indices
-from conformance._zephon import Contract
-from conformance.envelope import body_of
+from conformance.helpers.asserts import assert_batch_equal
+from conformance.helpers.envelope import body_of
+from conformance.helpers.inputs import Contract
+from conformance.helpers.pipelines import corpus_pipeline, index_pipeline, row_indices
 
 sys.path.insert(0, str(ROOT / "tests" / "backends"))
 import canonical_fingerprint_backend as independent  # noqa: E402

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 import reference
-from conformance._pipelines import corpus_pipeline
+from conformance.helpers.pipelines import corpus_pipeline
 
 
 def test_reference_shift_agrees_with_zephon_to_training(tmp_path):

@@ -1,4 +1,4 @@
-"""The suite's hypothesis strategies (``conformance/_strategies.py``) draw in-contract inputs
+"""The suite's hypothesis strategies (``conformance/helpers/strategies.py``) draw in-contract inputs
 and cover the boundary kinds their docstrings claim.
 
 Each test draws a few hundred examples under a fixed seed (``derandomize=True``, no example
@@ -17,8 +17,8 @@ import torch
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from conformance import _strategies as cs
-from conformance._zephon import Contract, Row, row_positions
+from conformance.helpers import strategies as cs
+from conformance.helpers.inputs import Contract, Row, row_positions
 
 EXAMPLES = 300
 FIXED = {

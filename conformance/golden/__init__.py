@@ -8,7 +8,7 @@ and running golden cases. One concern per module:
 - ``errors``: ``GoldenError`` and the error-type map;
 - ``records`` and ``store``: serialisation, and verified loading (sha256 index, safetensors, JSON);
 - ``build`` (generation from the reference) and ``runner`` (a stored case against a backend);
-  both compare with the suite's own asserts, ``conformance/_asserts.py``;
+  both compare with the suite's own asserts, ``conformance/helpers/asserts.py``;
 - ``render`` and ``commands``: SPEC.md's golden blocks, and ``python -m conformance.goldens``.
 
 ``conformance.goldens`` re-exports the names other code uses.

@@ -20,12 +20,12 @@ from typing import Any
 
 import torch
 
-from conformance._examples import IGNORE_INDEX
-from conformance._state_script import run_state_script
-from conformance._zephon import Contract
 from conformance.golden.errors import GoldenError
 from conformance.golden.inputs import build_contract, build_datum, build_sample_batch, payload_state, tensors_in
 from conformance.golden.loader_script import run_loader
+from conformance.helpers.inputs import Contract
+from conformance.helpers.literals import IGNORE_INDEX
+from conformance.helpers.state_script import run_state_script
 
 __all__ = ["ADAPTERS", "Adapter", "OptionCapability", "adapter", "call", "capabilities_of"]
 
@@ -81,7 +81,7 @@ def _convert_text_batch(impl, inputs, o):
 
 
 def _state(impl, inputs, o):
-    # single-process checkpoint state over real pipelines: conformance/_state_script.py
+    # single-process checkpoint state over real pipelines: conformance/helpers/state_script.py
     return run_state_script(impl, inputs, o), []
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import torch
 
-from conformance._asserts import assert_equal, assert_keys, assert_raises
 from conformance.golden.adapters import adapter, call, capabilities_of
 from conformance.golden.api import Case
 from conformance.golden.discovery import all_cases
 from conformance.golden.errors import GoldenError, error_record, error_type
 from conformance.golden.records import case_files, index_bytes, plain, split
+from conformance.helpers.asserts import assert_equal, assert_keys, assert_raises
 from conformance.spec import spec_version
 
 __all__ = ["all_files", "build_files", "raised_outcomes"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from conformance._zephon import Contract, Row, sample_batch
+from conformance.helpers.inputs import Contract, Row, sample_batch
 
 __all__ = ["build_contract", "build_datum", "build_sample_batch", "payload_state", "tensors_in"]
 

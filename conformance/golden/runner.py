@@ -1,14 +1,14 @@
 """Running a stored case (``conformance.golden.store``) against the backend under test, with
-the suite's own asserts (conformance/_asserts.py)."""
+the suite's own asserts (conformance/helpers/asserts.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance._asserts import assert_equal, assert_keys, assert_raises
 from conformance.golden.adapters import adapter, call
 from conformance.golden.errors import error_from_record
 from conformance.golden.store import StoredCase
+from conformance.helpers.asserts import assert_equal, assert_keys, assert_raises
 
 __all__ = ["run_stored_case"]
 

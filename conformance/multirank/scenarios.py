@@ -88,7 +88,7 @@ def build_pipeline(group: Group, params: dict, run_id: str):
     """This rank's pipeline: F18's one-token rows, or real corpus text (``data="corpus"``),
     with this rank's topology; Zephon's aggregate directory is ``scratch_dir/aggregate``,
     shared by the job's ranks."""
-    from conformance._pipelines import corpus_pipeline, index_pipeline
+    from conformance.helpers.pipelines import corpus_pipeline, index_pipeline
 
     tp = params["tp"]
     topology = {
@@ -113,8 +113,8 @@ def build_pipeline(group: Group, params: dict, run_id: str):
 
 
 def _loader(backend, group: Group, params: dict, run_id: str):
-    from conformance._pipelines import row_indices
-    from conformance._zephon import Contract
+    from conformance.helpers.inputs import Contract
+    from conformance.helpers.pipelines import row_indices
 
     contract = Contract()
     if params["data"] == "corpus":

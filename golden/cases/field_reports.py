@@ -41,19 +41,24 @@ THD = (
 )
 
 
-def R(tok, pos, pad) -> Row:
-    return Row(tuple(tok), tuple(pos), pad)
+def packed(tokens, positions, padding_length) -> Row:
+    """One packed row as pack_flat emits it: tokens, positions, ``meta.padding_length``."""
+    return Row(tuple(tokens), tuple(positions), padding_length)
 
 
-def R0(tok) -> Row:
-    return Row(tuple(tok), None, None)
+def unpacked(tokens) -> Row:
+    """One record with tokens only: no positions, no padding metadata."""
+    return Row(tuple(tokens), None, None)
 
 
-def ids3(values) -> dict:
+def batched_ids(values) -> dict:
+    """Expected id fields of batched output without xdoc: the document ids, the selected ids and
+    ``_packed_seq_ids``, all equal."""
     return {"document_ids": long(values), "attention_document_ids": long(values), "_packed_seq_ids": long(values)}
 
 
-def ids2(values) -> dict:
+def thd_ids(values) -> dict:
+    """Expected id fields of THD output without xdoc: the document ids and the selected ids."""
     return {"document_ids": long(values), "attention_document_ids": long(values)}
 
 
@@ -65,7 +70,7 @@ def report(name: str) -> str:
     return f"F{match.group(1)}"
 
 
-def ctb(name, clauses, description, inputs, expected=None, error=None, keys=None, **options):
+def convert_case(name, clauses, description, inputs, expected=None, error=None, keys=None, **options):
     return Case(
         name=f"test_{name}",
         clauses=tuple(clauses),
@@ -80,12 +85,12 @@ def ctb(name, clauses, description, inputs, expected=None, error=None, keys=None
     )
 
 
-F01 = R([11, 12, 13, 21, 22, 31, 0], [0, 1, 2, 0, 1, 0, 0], 1)
+F01 = packed([11, 12, 13, 21, 22, 31, 0], [0, 1, 2, 0, 1, 0, 0], 1)
 
 
 def case_f01():
     return [
-        ctb(
+        convert_case(
             "f01_packed_row_keeps_its_boundaries",
             [
                 "ctb-shift",
@@ -107,7 +112,7 @@ def case_f01():
                 "labels": long([[12, 13, 21, 22, 31, -100]]),
                 "position_ids": long([[0, 1, 2, 0, 1, 0]]),
                 "padding_mask": bools([[F] * 6]),
-                **ids3([[1, 1, 1, 2, 2, 3]]),
+                **batched_ids([[1, 1, 1, 2, 2, 3]]),
                 "packed_token_indices": long([[0, 1, 2, 3, 4, 5]]),
                 "cu_seqlens": int32([[0, 3, 5, 6]]),
                 "max_seqlen": 3,
@@ -115,7 +120,7 @@ def case_f01():
             keys=BATCHED_META,
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f01_packed_row_mask_segment_starts",
             ["ctb-segment-starts"],
             "F01 with mask_segment_starts",
@@ -124,7 +129,7 @@ def case_f01():
             contract=META,
             mask_segment_starts=True,
         ),
-        ctb(
+        convert_case(
             "f01_thd_lengths_follow_the_boundaries",
             ["thd-lengths", "thd-qkv-format", "ctb-output-route", "tb-keys"],
             "F01 THD: seq_lens [[3,2,1]]; the contract's mask and metadata requests are ignored",
@@ -132,7 +137,7 @@ def case_f01():
             {
                 "input_ids": long([[11, 12, 13, 21, 22, 31]]),
                 "position_ids": long([[0, 1, 2, 0, 1, 0]]),
-                **ids2([[1, 1, 1, 2, 2, 3]]),
+                **thd_ids([[1, 1, 1, 2, 2, 3]]),
                 "seq_lens": long([[3, 2, 1]]),
                 "seq_lens_padded": long([[3, 2, 1]]),
                 "qkv_format": "thd",
@@ -141,7 +146,7 @@ def case_f01():
             contract=META,
             output_format="thd",
         ),
-        ctb(
+        convert_case(
             "f01_record_without_positions_or_count_is_one_document",
             ["ctb-positions", "ctb-document-ids", "batched-metadata"],
             "F01: no positions and a tag without num_sequences falls back to one document",
@@ -149,13 +154,13 @@ def case_f01():
             {
                 "input_ids": long([[11, 12, 13, 21, 22, 31]]),
                 "position_ids": long([[0, 1, 2, 3, 4, 5]]),
-                **ids3([[1] * 6]),
+                **batched_ids([[1] * 6]),
                 "cu_seqlens": int32([[0, 6]]),
                 "max_seqlen": 6,
             },
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f01_packed_record_without_positions_is_rejected",
             ["ctb-packed-needs-positions"],
             "F01 (D-4): num_sequences > 1 without positions raises ValueError naming the record",
@@ -166,12 +171,12 @@ def case_f01():
     ]
 
 
-F02 = R([5, 6, 7, 8, 9, 0], [0, 1, 2, 0, 1, 0], 1)
+F02 = packed([5, 6, 7, 8, 9, 0], [0, 1, 2, 0, 1, 0], 1)
 
 
 def case_f02():
     cases = [
-        ctb(
+        convert_case(
             "f02_positions_are_zero_based",
             ["ctb-positions", "ctb-boundaries-from-zeros", "batched-metadata"],
             "F02 (D-5): position_ids are 0-based subdocument coordinates",
@@ -179,13 +184,13 @@ def case_f02():
             {
                 "position_ids": long([[0, 1, 2, 0, 1]]),
                 "labels": long([[6, 7, 8, 9, -100]]),
-                **ids3([[1, 1, 1, 2, 2]]),
+                **batched_ids([[1, 1, 1, 2, 2]]),
                 "cu_seqlens": int32([[0, 3, 5]]),
                 "max_seqlen": 3,
             },
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f02_mask_segment_starts",
             ["ctb-segment-starts"],
             "F02 with mask_segment_starts",
@@ -196,12 +201,12 @@ def case_f02():
         ),
     ]
     shifted = [
-        ("origin_2", [R([5, 6, 7, 8, 9, 0], [2, 3, 4, 2, 3, 2], 1)], 0),
-        ("origin_1", [R([5, 6, 7, 8, 9, 0], [1, 2, 3, 1, 2, 1], 1)], 0),
-        ("origin_1_second_record", [F02, R([5, 6, 7, 8, 9, 0], [1, 2, 3, 1, 2, 1], 1)], 1),
+        ("origin_2", [packed([5, 6, 7, 8, 9, 0], [2, 3, 4, 2, 3, 2], 1)], 0),
+        ("origin_1", [packed([5, 6, 7, 8, 9, 0], [1, 2, 3, 1, 2, 1], 1)], 0),
+        ("origin_1_second_record", [F02, packed([5, 6, 7, 8, 9, 0], [1, 2, 3, 1, 2, 1], 1)], 1),
     ]
     cases += [
-        ctb(
+        convert_case(
             f"f02_rejects_{n}",
             ["ctb-input-errors", "ctb-positions"],
             "F02: positions with a RoBERTa-style origin are rejected",
@@ -216,16 +221,16 @@ def case_f02():
 
 def case_f03():
     no_zero = [
-        ("no_zero_at_all", [R([1, 2, 3, 4, 5], [3, 4, 5, 6, 7], 0)], 0),
-        ("zero_later", [R([1, 2, 3, 4, 5, 0], [3, 4, 0, 1, 2, 0], 1)], 0),
+        ("no_zero_at_all", [packed([1, 2, 3, 4, 5], [3, 4, 5, 6, 7], 0)], 0),
+        ("zero_later", [packed([1, 2, 3, 4, 5, 0], [3, 4, 0, 1, 2, 0], 1)], 0),
         (
             "zero_later_second_record",
-            [R([1, 2, 3, 4, 5, 0], [0, 1, 2, 0, 1, 0], 1), R([1, 2, 3, 4, 5, 0], [3, 4, 0, 1, 2, 0], 1)],
+            [packed([1, 2, 3, 4, 5, 0], [0, 1, 2, 0, 1, 0], 1), packed([1, 2, 3, 4, 5, 0], [3, 4, 0, 1, 2, 0], 1)],
             1,
         ),
     ]
     cases = [
-        ctb(
+        convert_case(
             f"f03_rejects_{n}",
             ["ctb-input-errors"],
             "F03 (D-3): a row not starting at position 0 is rejected",
@@ -236,27 +241,27 @@ def case_f03():
         for n, r, rec in no_zero
     ]
     cases += [
-        ctb(
+        convert_case(
             "f03_wrap_continuation_is_a_new_subdocument",
             ["ctb-boundaries-from-zeros", "ctb-document-ids", "batched-metadata"],
             "F03: a wrap continuation restarted at 0 opens subdocument 2",
-            rows(R([17, 18, 19, 20, 30, 31, 32], [0, 1, 2, 3, 0, 1, 2], 0)),
+            rows(packed([17, 18, 19, 20, 30, 31, 32], [0, 1, 2, 3, 0, 1, 2], 0)),
             {
                 "labels": long([[18, 19, 20, 30, 31, 32]]),
-                **ids3([[1, 1, 1, 1, 2, 2]]),
+                **batched_ids([[1, 1, 1, 1, 2, 2]]),
                 "cu_seqlens": int32([[0, 4, 6]]),
                 "max_seqlen": 4,
             },
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f03_position_jump_is_not_a_boundary",
             ["ctb-boundaries-from-zeros", "ctb-positions", "ctb-document-ids", "batched-metadata"],
             "F03: positions [0,1,2,5,6,...] are one subdocument",
-            rows(R([10, 11, 12, 13, 14, 15, 16], [0, 1, 2, 5, 6, 7, 8], 0)),
+            rows(packed([10, 11, 12, 13, 14, 15, 16], [0, 1, 2, 5, 6, 7, 8], 0)),
             {
                 "position_ids": long([[0, 1, 2, 5, 6, 7]]),
-                **ids3([[1] * 6]),
+                **batched_ids([[1] * 6]),
                 "cu_seqlens": int32([[0, 6]]),
                 "max_seqlen": 6,
             },
@@ -266,12 +271,12 @@ def case_f03():
     return cases
 
 
-F04 = R([1, 10, 11, 2, 1, 20, 21, 2, 1], [0, 1, 2, 3, 0, 1, 2, 3, 0], 0)
+F04 = packed([1, 10, 11, 2, 1, 20, 21, 2, 1], [0, 1, 2, 3, 0, 1, 2, 3, 0], 0)
 
 
 def case_f04():
     return [
-        ctb(
+        convert_case(
             "f04_cross_document_targets_kept_by_default",
             ["ctb-cross-document-targets", "ctb-shift", "ctb-document-ids", "batched-metadata"],
             "F04: msk off trains EOS->BOS across documents",
@@ -280,13 +285,13 @@ def case_f04():
                 "input_ids": long([[1, 10, 11, 2, 1, 20, 21, 2]]),
                 "labels": long([[10, 11, 2, 1, 20, 21, 2, 1]]),
                 "position_ids": long([[0, 1, 2, 3, 0, 1, 2, 3]]),
-                **ids3([[1, 1, 1, 1, 2, 2, 2, 2]]),
+                **batched_ids([[1, 1, 1, 1, 2, 2, 2, 2]]),
                 "cu_seqlens": int32([[0, 4, 8]]),
                 "max_seqlen": 4,
             },
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f04_mask_segment_starts",
             ["ctb-segment-starts"],
             "F04: msk masks exactly the cross-document targets",
@@ -295,7 +300,7 @@ def case_f04():
             contract=META,
             mask_segment_starts=True,
         ),
-        ctb(
+        convert_case(
             "f04_thd_lengths",
             ["thd-lengths"],
             "F04 THD: two full documents",
@@ -304,7 +309,7 @@ def case_f04():
             contract=META,
             output_format="thd",
         ),
-        ctb(
+        convert_case(
             "f04_msk_under_xdoc_uses_original_boundaries",
             ["ctb-xdoc", "ctb-segment-starts", "ctb-selected-ids", "xdoc-positions", "xdoc-attention-ids"],
             "F04: msk + xdoc masks the original boundaries while positions and metadata span the row",
@@ -322,39 +327,39 @@ def case_f04():
             mask_segment_starts=True,
             xdoc=True,
         ),
-        ctb(
+        convert_case(
             "f04_without_special_tokens",
             ["ctb-cross-document-targets"],
             "F04 without BOS/EOS: doc 1's last token predicts doc 2's first",
-            rows(R([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)),
+            rows(packed([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)),
             {"labels": long([[11, 20, 21, -100]])},
         ),
-        ctb(
+        convert_case(
             "f04_without_special_tokens_masked",
             ["ctb-segment-starts"],
             "F04 without BOS/EOS, msk on",
-            rows(R([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)),
+            rows(packed([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)),
             {"labels": long([[11, -100, 21, -100]])},
             mask_segment_starts=True,
         ),
-        ctb(
+        convert_case(
             "f05_target_never_crosses_into_next_rollout",
             ["ctb-segment-starts", "ctb-padding-labels"],
             "F05 packed-row equivalent: with msk, rollout 1's last label is ignored",
-            rows(R([50, 51, 52, 60, 61, 0], [0, 1, 2, 0, 1, 0], 1)),
+            rows(packed([50, 51, 52, 60, 61, 0], [0, 1, 2, 0, 1, 0], 1)),
             {"labels": long([[51, 52, -100, 61, -100]])},
             mask_segment_starts=True,
         ),
     ]
 
 
-F06_ROWS = rows(R0([5, 6, 0]), R0([5, 0, 6, 0]))
+F06_ROWS = rows(unpacked([5, 6, 0]), unpacked([5, 0, 6, 0]))
 F06 = {
     "input_ids": long([[5, 6, 0, 0, 0, 0], [5, 0, 6, 0, 0, 0]]),
     "labels": long([[6, 0, -100, -100, -100, -100], [0, 6, 0, -100, -100, -100]]),
     "padding_mask": bools([[F, F, F, T, T, T], [F, F, F, F, T, T]]),
     "position_ids": long([[0, 1, 2, 0, 1, 2], [0, 1, 2, 3, 0, 1]]),
-    **ids3([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 0, 0]]),
+    **batched_ids([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 0, 0]]),
     "attention_mask": block_mask(
         "1..... 11.... 111... ...... ...... ......", "1..... 11.... 111... 1111.. ...... ......"
     ),
@@ -363,7 +368,7 @@ F06 = {
 
 def case_f06():
     return [
-        ctb(
+        convert_case(
             "f06_pad_equals_eos_real_eos_keeps_its_label",
             [
                 "unpacked-padding",
@@ -379,7 +384,7 @@ def case_f06():
             pad_to_length=7,
             pad_token_id=0,
         ),
-        ctb(
+        convert_case(
             "f06_pad_token_id_only_changes_pad_slots",
             ["unpacked-padding", "ctb-padding-labels", "ctb-padding-mask"],
             "F06: pad_token_id=99 changes only the pad slots of input_ids",
@@ -388,7 +393,7 @@ def case_f06():
             pad_to_length=7,
             pad_token_id=99,
         ),
-        ctb(
+        convert_case(
             "f06_pre_padded_rows_give_the_same_output",
             [
                 "ctb-padding-labels",
@@ -399,7 +404,8 @@ def case_f06():
             ],
             "F06 pre-padded form gives the same output without pad_to_length",
             rows(
-                R([5, 6, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3], 4), R([5, 0, 6, 0, 0, 0, 0], [0, 1, 2, 3, 0, 1, 2], 3)
+                packed([5, 6, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3], 4),
+                packed([5, 0, 6, 0, 0, 0, 0], [0, 1, 2, 3, 0, 1, 2], 3),
             ),
             F06,
             keys=BATCHED,
@@ -413,43 +419,43 @@ F07_PROMPT = block_mask("1..... 11.... 111... 1111.. 11111. ......")
 
 def case_f07():
     cases = [
-        ctb(
+        convert_case(
             "f07_prompt_thd_padding_joins_the_last_subdocument",
             ["thd-lengths"],
             "F07 prompt THD",
-            rows(R([7, 30, 2, 7, 40, 2, 2], [0, 1, 2, 3, 4, 0, 1], 2)),
+            rows(packed([7, 30, 2, 7, 40, 2, 2], [0, 1, 2, 3, 4, 0, 1], 2)),
             {"seq_lens": long([[5]]), "seq_lens_padded": long([[6]]), "qkv_format": "thd"},
             output_format="thd",
         ),
     ]
     for p in (0, 2, 7, 30, 40, 70, 71):
         cases.append(
-            ctb(
+            convert_case(
                 f"f07_completion_pad_id_{p}",
                 ["ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-block-causal"],
                 f"F07 completion with pad id {p}: only the pad slots change",
-                rows(R([70, 71, 2, p, p], [0, 1, 2, 0, 1], 2)),
+                rows(packed([70, 71, 2, p, p], [0, 1, 2, 0, 1], 2)),
                 {
                     "input_ids": long([[70, 71, 2, p]]),
                     "labels": long([[71, 2, -100, -100]]),
                     "padding_mask": bools([[F, F, F, T]]),
-                    **ids3([[1, 1, 1, 0]]),
+                    **batched_ids([[1, 1, 1, 0]]),
                     "position_ids": long([[0, 1, 2, 0]]),
                     "attention_mask": F07_COMPLETION,
                 },
             )
         )
         cases.append(
-            ctb(
+            convert_case(
                 f"f07_prompt_pad_id_{p}",
                 ["ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-block-causal"],
                 f"F07 prompt with pad id {p}: a marker equal to the pad id is real",
-                rows(R([7, 30, 2, 7, 40, p, p], [0, 1, 2, 3, 4, 0, 1], 2)),
+                rows(packed([7, 30, 2, 7, 40, p, p], [0, 1, 2, 3, 4, 0, 1], 2)),
                 {
                     "input_ids": long([[7, 30, 2, 7, 40, p]]),
                     "labels": long([[30, 2, 7, 40, -100, -100]]),
                     "padding_mask": bools([[F, F, F, F, F, T]]),
-                    **ids3([[1, 1, 1, 1, 1, 0]]),
+                    **batched_ids([[1, 1, 1, 1, 1, 0]]),
                     "attention_mask": F07_PROMPT,
                 },
             )
@@ -473,12 +479,12 @@ def case_f07():
     return cases
 
 
-F08 = rows(R([10, 11, 2, 2, 2], [0, 1, 2, 0, 1], 2), R([20, 21, 22, 2, 30], [0, 1, 2, 3, 0], 0))
+F08 = rows(packed([10, 11, 2, 2, 2], [0, 1, 2, 0, 1], 2), packed([20, 21, 22, 2, 30], [0, 1, 2, 3, 0], 0))
 
 
 def case_f08():
     return [
-        ctb(
+        convert_case(
             "f08_gathering_keeps_eos_equal_to_pad",
             ["ctb-padding-labels", "ctb-padding-mask", "batched-document-ids-mask", "batched-metadata", "meta-indices"],
             "F08: packed_token_indices >= 0 gathers the real tokens; row 0's real EOS survives",
@@ -488,7 +494,7 @@ def case_f08():
                 "labels": long([[11, 2, -100, -100], [21, 22, 2, 30]]),
                 "padding_mask": bools([[F, F, F, T], [F, F, F, F]]),
                 "position_ids": long([[0, 1, 2, 0], [0, 1, 2, 3]]),
-                **ids3([[1, 1, 1, 0], [1, 1, 1, 1]]),
+                **batched_ids([[1, 1, 1, 0], [1, 1, 1, 1]]),
                 "attention_mask": long([[1, 1, 1, 0], [1, 1, 1, 1]]),
                 "packed_token_indices": long([[0, 1, 2, -1], [0, 1, 2, 3]]),
                 "cu_seqlens": int32([[0, 3], [0, 4]]),
@@ -497,7 +503,7 @@ def case_f08():
             keys=BATCHED_META,
             contract=META_DOC,
         ),
-        ctb(
+        convert_case(
             "f08_thd_lengths",
             ["thd-lengths", "ctb-output-route"],
             "F08 THD: no batched keys",
@@ -510,7 +516,7 @@ def case_f08():
     ]
 
 
-F09 = R([1, 2, 3, 4, 5, 0], [0, 1, 2, 0, 1, 0], 1)
+F09 = packed([1, 2, 3, 4, 5, 0], [0, 1, 2, 0, 1, 0], 1)
 
 
 def case_f09():
@@ -522,7 +528,7 @@ def case_f09():
     ):
         row = {"row": F09} if extra is None else {"row": F09, "extra": {"attention_mask": long(extra)}}
         cases += [
-            ctb(
+            convert_case(
                 f"f09_{name}_block_causal",
                 ["ctb-extra-payload-ignored", "batched-block-causal", "tb-keys"],
                 "F09: a payload attention_mask does not switch packed masking off",
@@ -531,12 +537,12 @@ def case_f09():
                     "input_ids": long([[1, 2, 3, 4, 5]]),
                     "labels": long([[2, 3, 4, 5, -100]]),
                     "position_ids": long([[0, 1, 2, 0, 1]]),
-                    **ids3([[1, 1, 1, 2, 2]]),
+                    **batched_ids([[1, 1, 1, 2, 2]]),
                     "attention_mask": block_mask("1.... 11... 111.. ...1. ...11"),
                 },
                 keys=BATCHED,
             ),
-            ctb(
+            convert_case(
                 f"f09_{name}_document_ids",
                 ["ctb-extra-payload-ignored", "batched-document-ids-mask", "batched-metadata"],
                 "F09: a document_ids contract ignores the payload's attention_mask",
@@ -544,7 +550,7 @@ def case_f09():
                 {"attention_mask": long([[1, 1, 1, 2, 2]]), "cu_seqlens": int32([[0, 3, 5]]), "max_seqlen": 3},
                 contract=META_DOC,
             ),
-            ctb(
+            convert_case(
                 f"f09_{name}_xdoc",
                 ["ctb-extra-payload-ignored", "ctb-xdoc", "ctb-selected-ids", "batched-block-causal"],
                 "F09 xdoc: the whole row attends causally, on purpose",
@@ -561,12 +567,12 @@ def case_f09():
     return cases
 
 
-F10 = R([1, 2, 3, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3], 4)
+F10 = packed([1, 2, 3, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3], 4)
 
 
 def case_f10():
     return [
-        ctb(
+        convert_case(
             "f10_padding_is_not_a_fake_segment",
             ["ctb-padding-mask", "ctb-document-ids", "ctb-positions", "batched-block-causal", "batched-metadata"],
             "F10: padding has id 0 and attends to nothing",
@@ -576,7 +582,7 @@ def case_f10():
                 "labels": long([[2, 3, -100, -100, -100, -100]]),
                 "position_ids": long([[0, 1, 2, 0, 1, 2]]),
                 "padding_mask": bools([[F, F, F, T, T, T]]),
-                **ids3([[1, 1, 1, 0, 0, 0]]),
+                **batched_ids([[1, 1, 1, 0, 0, 0]]),
                 "attention_mask": block_mask("1..... 11.... 111... ...... ...... ......"),
                 "packed_token_indices": long([[0, 1, 2, -1, -1, -1]]),
                 "cu_seqlens": int32([[0, 3]]),
@@ -585,17 +591,17 @@ def case_f10():
             keys=BATCHED_META,
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f10_longer_padding_leaves_real_tokens_unchanged",
             ["ctb-padding-mask", "ctb-document-ids", "batched-block-causal", "batched-metadata"],
             "F10 metamorphic: six pad tokens instead of four keep the real prefix and cu_seqlens [[0,3]]",
-            rows(R([1, 2, 3, 0, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3, 4, 5], 6)),
+            rows(packed([1, 2, 3, 0, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3, 4, 5], 6)),
             {
                 "input_ids": long([[1, 2, 3, 0, 0, 0, 0, 0]]),
                 "labels": long([[2, 3] + [-100] * 6]),
                 "position_ids": long([[0, 1, 2, 0, 1, 2, 3, 4]]),
                 "padding_mask": bools([[F, F, F, T, T, T, T, T]]),
-                **ids3([[1, 1, 1, 0, 0, 0, 0, 0]]),
+                **batched_ids([[1, 1, 1, 0, 0, 0, 0, 0]]),
                 "attention_mask": block_mask("1....... 11...... 111..... ........ ........ ........ ........ ........"),
                 "packed_token_indices": long([[0, 1, 2, -1, -1, -1, -1, -1]]),
                 "cu_seqlens": int32([[0, 3]]),
@@ -603,7 +609,7 @@ def case_f10():
             },
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f10_thd_padding_joins_the_last_subdocument",
             ["thd-lengths"],
             "F10 THD: seq_lens_padded [[6]]",
@@ -615,20 +621,20 @@ def case_f10():
     ]
 
 
-F11_ALL_PADDING = rows(R([1, 2, 3, 4, 5], [0, 1, 2, 3, 4], 0), R([0, 0, 0, 0, 0], [0, 1, 2, 3, 4], 5))
-F11_TINY = rows(R([1, 2, 3, 0], [0, 0, 0, 0], 1))
+F11_ALL_PADDING = rows(packed([1, 2, 3, 4, 5], [0, 1, 2, 3, 4], 0), packed([0, 0, 0, 0, 0], [0, 1, 2, 3, 4], 5))
+F11_TINY = rows(packed([1, 2, 3, 0], [0, 0, 0, 0], 1))
 
 
 def case_f11():
     return [
-        ctb(
+        convert_case(
             "f11_all_padding_row_rejected_batched",
             ["ctb-input-errors"],
             "F11 (A11): a row with no real token",
             F11_ALL_PADDING,
             error=("ValueError", (1, "padding_length")),
         ),
-        ctb(
+        convert_case(
             "f11_all_padding_row_rejected_thd",
             ["ctb-input-errors"],
             "F11 (A11) THD",
@@ -636,7 +642,7 @@ def case_f11():
             error=("ValueError", (1, "padding_length")),
             output_format="thd",
         ),
-        ctb(
+        convert_case(
             "f11_zero_supervised_labels_is_legal",
             ["ctb-segment-starts", "ctb-document-ids", "batched-metadata"],
             "F11: three one-token documents with msk have no supervised label",
@@ -644,14 +650,14 @@ def case_f11():
             {
                 "labels": long([[-100, -100, -100]]),
                 "position_ids": long([[0, 0, 0]]),
-                **ids3([[1, 2, 3]]),
+                **batched_ids([[1, 2, 3]]),
                 "cu_seqlens": int32([[0, 1, 2, 3]]),
                 "max_seqlen": 1,
             },
             contract=META,
             mask_segment_starts=True,
         ),
-        ctb(
+        convert_case(
             "f11_one_token_documents_keep_cross_targets",
             ["ctb-cross-document-targets"],
             "F11 without msk",
@@ -659,7 +665,7 @@ def case_f11():
             {"labels": long([[2, 3, -100]])},
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f11_zero_supervised_labels_thd",
             ["thd-lengths"],
             "F11 THD + msk",
@@ -672,12 +678,12 @@ def case_f11():
     ]
 
 
-F12 = R([1, 2, 3, 4, 5, 6, 0], [0, 1, 0, 1, 2, 0, 0], 1)
+F12 = packed([1, 2, 3, 4, 5, 6, 0], [0, 1, 0, 1, 2, 0, 0], 1)
 
 
 def case_f12():
     return [
-        ctb(
+        convert_case(
             "f12_empty_documents_leave_no_zero_length_segment",
             ["ctb-boundaries-from-zeros", "ctb-document-ids", "batched-metadata"],
             "F12: documents [1,2],[],[3,4,5],[],[6] give cu_seqlens [[0,2,5,6]]",
@@ -685,13 +691,13 @@ def case_f12():
             {
                 "labels": long([[2, 3, 4, 5, 6, -100]]),
                 "position_ids": long([[0, 1, 0, 1, 2, 0]]),
-                **ids3([[1, 1, 2, 2, 2, 3]]),
+                **batched_ids([[1, 1, 2, 2, 2, 3]]),
                 "cu_seqlens": int32([[0, 2, 5, 6]]),
                 "max_seqlen": 3,
             },
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f12_mask_segment_starts",
             ["ctb-segment-starts"],
             "F12 with msk",
@@ -700,7 +706,7 @@ def case_f12():
             contract=META,
             mask_segment_starts=True,
         ),
-        ctb(
+        convert_case(
             "f12_thd_lengths_are_positive",
             ["thd-lengths"],
             "F12 THD: no zero-length entry",
@@ -712,12 +718,12 @@ def case_f12():
     ]
 
 
-F13 = {"row": R([11, 12, 13, 21, 22, 0], [0, 1, 2, 0, 1, 0], 1), "payload_dtype": "int32"}
+F13 = {"row": packed([11, 12, 13, 21, 22, 0], [0, 1, 2, 0, 1, 0], 1), "payload_dtype": "int32"}
 
 
 def case_f13():
     return [
-        ctb(
+        convert_case(
             "f13_int32_payload_gives_contract_dtypes",
             ["tb-dtypes", "tb-shapes", "batched-metadata", "tb-keys"],
             "F13: int32 payloads give int64 fields, bool masks, int32 cu_seqlens, int max_seqlen",
@@ -727,7 +733,7 @@ def case_f13():
                 "labels": long([[12, 13, 21, 22, -100]]),
                 "position_ids": long([[0, 1, 2, 0, 1]]),
                 "padding_mask": bools([[F] * 5]),
-                **ids3([[1, 1, 1, 2, 2]]),
+                **batched_ids([[1, 1, 1, 2, 2]]),
                 "attention_mask": block_mask("1.... 11... 111.. ...1. ...11"),
                 "packed_token_indices": long([[0, 1, 2, 3, 4]]),
                 "cu_seqlens": int32([[0, 3, 5]]),
@@ -736,7 +742,7 @@ def case_f13():
             keys=BATCHED_META,
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f13_int32_payload_metadata_dtypes",
             ["meta-cu-seqlens", "meta-max-seqlen", "batched-metadata"],
             "F13: from int32 payloads, the metadata bundle still has int32 cu_seqlens and an int max_seqlen",
@@ -748,7 +754,7 @@ def case_f13():
             },
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f13_int32_payload_thd_lengths_are_int64",
             ["tb-dtypes", "thd-lengths", "thd-qkv-format"],
             "F13 THD: int64 seq_lens and a str qkv_format",
@@ -756,7 +762,7 @@ def case_f13():
             {
                 "input_ids": long([[11, 12, 13, 21, 22]]),
                 "position_ids": long([[0, 1, 2, 0, 1]]),
-                **ids2([[1, 1, 1, 2, 2]]),
+                **thd_ids([[1, 1, 1, 2, 2]]),
                 "seq_lens": long([[3, 2]]),
                 "seq_lens_padded": long([[3, 2]]),
                 "qkv_format": "thd",
@@ -768,7 +774,7 @@ def case_f13():
     ]
 
 
-F14_ROW = R([1, 2, 3, 4, 5, 0, 0], [0, 1, 0, 1, 2, 0, 1], 2)
+F14_ROW = packed([1, 2, 3, 4, 5, 0, 0], [0, 1, 0, 1, 2, 0, 1], 2)
 F14_MAPPING = {
     "position_ids": long([[[0, 1, 0, 1, 2, 0]]] * 3),
     "document_ids": long([[1, 1, 2, 2, 2, 0]]),
@@ -790,7 +796,7 @@ F14_CONVERTED = {  # F14's row converted, then through adapt_model_inputs: three
 
 def case_f14():
     return [
-        ctb(
+        convert_case(
             "f14_second_segment_id_is_real",
             ["batched-block-causal", "ctb-document-ids", "ctb-positions"],
             "F14: id 2 is a real segment; each segment keeps its own coordinates",
@@ -798,7 +804,7 @@ def case_f14():
             {
                 "position_ids": long([[0, 1, 0, 1, 2, 0]]),
                 "padding_mask": bools([[F, F, F, F, F, T]]),
-                **ids3([[1, 1, 2, 2, 2, 0]]),
+                **batched_ids([[1, 1, 2, 2, 2, 0]]),
                 "attention_mask": block_mask("1..... 11.... ..1... ..11.. ..111. ......"),
             },
         ),
@@ -843,13 +849,13 @@ def case_f14():
     ]
 
 
-F15 = R([11, 12, 13, 21, 22, 0, 0, 0, 0], [0, 1, 2, 0, 1, 0, 1, 2, 3], 4)
-F15_UNPACKED = rows(R0([11, 12, 13]), R0([21, 22]))
+F15 = packed([11, 12, 13, 21, 22, 0, 0, 0, 0], [0, 1, 2, 0, 1, 0, 1, 2, 3], 4)
+F15_UNPACKED = rows(unpacked([11, 12, 13]), unpacked([21, 22]))
 
 
 def case_f15():
     return [
-        ctb(
+        convert_case(
             "f15_every_per_token_field_has_the_packed_width",
             ["tb-shapes", "ctb-positions", "ctb-padding-mask", "batched-metadata"],
             "F15: a packed row of 8 inputs gives [1,8] fields and a [1,1,8,8] mask",
@@ -859,7 +865,7 @@ def case_f15():
                 "labels": long([[12, 13, 21, 22, -100, -100, -100, -100]]),
                 "position_ids": long([[0, 1, 2, 0, 1, 0, 1, 2]]),
                 "padding_mask": bools([[F, F, F, F, F, T, T, T]]),
-                **ids3([[1, 1, 1, 2, 2, 0, 0, 0]]),
+                **batched_ids([[1, 1, 1, 2, 2, 0, 0, 0]]),
                 "attention_mask": block_mask("1....... 11...... 111..... ...1.... ...11... ........ ........ ........"),
                 "packed_token_indices": long([[0, 1, 2, 3, 4, -1, -1, -1]]),
                 "cu_seqlens": int32([[0, 3, 5]]),
@@ -868,7 +874,7 @@ def case_f15():
             keys=BATCHED_META,
             contract=META,
         ),
-        ctb(
+        convert_case(
             "f15_mask_segment_starts",
             ["ctb-segment-starts"],
             "F15 with msk",
@@ -877,7 +883,7 @@ def case_f15():
             contract=META,
             mask_segment_starts=True,
         ),
-        ctb(
+        convert_case(
             "f15_thd_padded_lengths_sum_to_the_width",
             ["thd-lengths", "tb-shapes"],
             "F15 THD",
@@ -886,7 +892,7 @@ def case_f15():
             contract=META,
             output_format="thd",
         ),
-        ctb(
+        convert_case(
             "f15_pad_to_length_pads_every_field",
             ["unpacked-padding", "unpacked-same-route", "tb-shapes", "batched-metadata"],
             "F15 pad_to_length=9: every field of both rows is padded to width 8",
@@ -896,7 +902,7 @@ def case_f15():
                 "labels": long([[12, 13] + [-100] * 6, [22] + [-100] * 7]),
                 "position_ids": long([[0, 1, 2, 0, 1, 2, 3, 4], [0, 1, 0, 1, 2, 3, 4, 5]]),
                 "padding_mask": bools([[F, F, F, T, T, T, T, T], [F, F, T, T, T, T, T, T]]),
-                **ids3([[1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0]]),
+                **batched_ids([[1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0]]),
                 "packed_token_indices": long([[0, 1, 2] + [-1] * 5, [0, 1] + [-1] * 6]),
                 "cu_seqlens": int32([[0, 3], [0, 2]]),
                 "max_seqlen": 3,
@@ -906,7 +912,7 @@ def case_f15():
             pad_to_length=9,
             pad_token_id=0,
         ),
-        ctb(
+        convert_case(
             "f15_pad_to_length_thd_lengths",
             ["unpacked-same-route", "thd-lengths"],
             "F15 pad_to_length=9 THD",

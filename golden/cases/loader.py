@@ -261,7 +261,7 @@ def case_real_data():
         description="real data: the rows of SampleBatches 0, 12 and 13 (the first one, then the first two whose rows "
         "hold several documents and padding) of the real Zephon pipeline over golden/corpus (Node.js API "
         "text, committed BPE, tokenize -> pack_flat(257, first_fit) -> batch(2), inline runner; "
-        "conformance/_pipelines.py corpus_pipeline(seq_len=256, batch_size=2)) read through "
+        "conformance/helpers/pipelines.py corpus_pipeline(seq_len=256, batch_size=2)) read through "
         "ZephonDataLoader with a document_ids contract that requests metadata",
         function="ZephonDataLoader",
         inputs={"batches": _corpus_batches((0, 12, 13), 256, 2)},

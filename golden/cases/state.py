@@ -3,7 +3,7 @@
 Each case plays a script against ``ZephonDataLoader``s over real in-memory Zephon pipelines
 (field reports F16/F17, docs/sources.md#loader-state-setup: ``n`` one-token rows,
 ``chunk_size``, ``exhausted_policy``, ``batch``, inline runner; ``convert_batch`` returns each batch's row indices). The actions
-and what each records are described in ``conformance/_state_script.py``: ``new:P``,
+and what each records are described in ``conformance/helpers/state_script.py``: ``new:P``,
 ``next``, ``rest``, ``iter``, ``close``, ``state``, ``save:S``, ``same:S``, ``load:S``,
 ``load:S:<corruption>``, ``load_arg:<bad argument>``, ``calls``, ``restores``.
 

@@ -10,11 +10,11 @@ given no tensor return CPU tensors.
 [tb-no-aliasing]: no two returned tensors under different keys share storage, unless both were
 in the received mapping and left untouched, and nothing returned shares storage with a
 ``SampleBatch``; the metadata functions' tensors share nothing with each other or the mask.
-"Share storage" is checked on memory (``conformance._storage``): two views of one storage
+"Share storage" is checked on memory (``conformance.helpers.storage``): two views of one storage
 share it even when their elements do not overlap.
 
 Inputs are written by hand or, where a golden case holds them, read from that stored case
-(``conformance._stored``); the code under test is reached only through the ``backend`` fixture.
+(``conformance.helpers.stored``); the code under test is reached only through the ``backend`` fixture.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import numpy as np
 import pytest
 import torch
 
-from conformance._examples import IGNORE_INDEX, long
-from conformance._storage import shared_storage, tensors_in
-from conformance._stored import stored_inputs, stored_rows
-from conformance._zephon import Contract, Row, describe_rows, payload_form, sample_batch
+from conformance.helpers.inputs import Contract, Row, describe_rows, payload_form, sample_batch
+from conformance.helpers.literals import IGNORE_INDEX, long
+from conformance.helpers.storage import shared_storage, tensors_in
+from conformance.helpers.stored import stored_inputs, stored_rows
 
 
 def _available_devices() -> list[str]:

@@ -2,8 +2,8 @@
 padding, what xdoc leaves untouched, THD length sums, metadata consistency, no input mutation
 (each test names its clauses).
 
-Inputs come from ``conformance._strategies``; expected values are computed in plain Python
-(``conformance._invariants``) or, for the differential test only, by ``reference``. The code
+Inputs come from ``conformance.helpers.strategies``; expected values are computed in plain Python
+(``conformance.helpers.invariants``) or, for the differential test only, by ``reference``. The code
 under test is reached only through the ``backend`` fixture.
 """
 
@@ -18,14 +18,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reference
-from conformance import _strategies as cs
-from conformance._asserts import assert_batch_equal, assert_tensor_equal, summary
-from conformance._invariants import (
+from conformance.helpers import strategies as cs
+from conformance.helpers.asserts import assert_batch_equal, assert_tensor_equal, summary
+from conformance.helpers.inputs import describe_rows, payload_form, row_positions, sample_batch
+from conformance.helpers.invariants import (
     check_converted_batch,
     expected_packed_metadata,
     expected_unpad_data,
 )
-from conformance._zephon import describe_rows, payload_form, row_positions, sample_batch
 
 
 def _call(case: cs.PackedBatch) -> str:

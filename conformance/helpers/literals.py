@@ -2,14 +2,14 @@
 (through the public case API, ``conformance.golden.api``) by ``golden/cases/*.py``.
 
 Hand-written expected values live in ``golden/cases/`` only; a conformance check that needs a
-golden case's input on a live object reads it from the stored case (``conformance._stored``).
+golden case's input on a live object reads it from the stored case (``conformance.helpers.stored``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from conformance._zephon import Contract, sample_batch
+from conformance.helpers.inputs import Contract, sample_batch
 
 __all__ = [
     "IGNORE_INDEX",

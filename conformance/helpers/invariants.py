@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from conformance._asserts import assert_tensor_equal, summary
-from conformance._zephon import Row, row_positions
+from conformance.helpers.asserts import assert_tensor_equal, summary
+from conformance.helpers.inputs import Row, row_positions
 
 __all__ = [
     "BASE_KEYS",
@@ -177,7 +177,7 @@ def check_converted_batch(
 
     ``check_converted_batch(out, rows, ...)`` is equivalent to asserting, for the expected
     fields computed in plain Python from ``rows`` (``Row`` objects; see
-    ``conformance._zephon.rows_of`` for a ``SampleBatch``):
+    ``conformance.helpers.inputs.rows_of`` for a ``SampleBatch``):
 
     * I1: every field is present with its ``[B, S]`` shape ([tb-shapes], ``attention_mask``
       ``[B, 1, S, S]`` for ``"block_causal"``) and its table dtype ([tb-dtypes]);

@@ -26,10 +26,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import _strategies as cs
-from conformance._asserts import assert_batch_equal, assert_tensor_equal
-from conformance._examples import IGNORE_INDEX, THD_PAD, convert
-from conformance._zephon import Contract, Row, describe_rows, row_positions
+from conformance.helpers import strategies as cs
+from conformance.helpers.asserts import assert_batch_equal, assert_tensor_equal
+from conformance.helpers.inputs import Contract, Row, describe_rows, row_positions
+from conformance.helpers.literals import IGNORE_INDEX, THD_PAD, convert
 
 TOKEN_KEYS = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
 BATCHED_ROUTE_KEYS = frozenset(

@@ -33,7 +33,7 @@ __all__ = [
     "shard_paths",
 ]
 
-CORPUS_DIR: Path = Path(__file__).resolve().parents[1] / "golden" / "corpus"
+CORPUS_DIR: Path = Path(__file__).resolve().parents[2] / "golden" / "corpus"
 """Directory holding the corpus, its build scripts, LICENSE and README."""
 
 SHARD_DIR: Path = CORPUS_DIR / "nodejs-api"

@@ -11,7 +11,7 @@ import copy
 import functools
 from typing import Any
 
-from conformance._zephon import Row
+from conformance.helpers.inputs import Row
 
 __all__ = ["EXAMPLE", "stored_inputs", "stored_options", "stored_rows"]
 
