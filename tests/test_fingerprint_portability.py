@@ -155,7 +155,6 @@ def test_state_tests_and_goldens_pass_with_the_independent_fingerprint(tmp_path)
     against the backend with the independent fingerprint."""
     run = run_conformance(
         tmp_path,
-        "conformance/test_state_envelope.py",
         "conformance/test_loader_state.py",
         "conformance/test_goldens.py",
         "-k",

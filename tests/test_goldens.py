@@ -39,7 +39,7 @@ EXEMPT_CLAUSES: dict[str, str] = {
     # Properties of live objects that a stored case (values, dtypes, shapes) cannot hold:
     "tb-device": "device placement of live tensors; conformance tests check it on the inputs' device",
     "tb-no-aliasing": "storage sharing between live tensors; conformance tests compare storages",
-    "collaters-no-mutation": "mutation of the caller's live objects; conformance/test_collaters_no_mutation.py "
+    "collaters-no-mutation": "mutation of the caller's live objects; conformance/test_collaters.py "
     "snapshots them around each call",
 }
 
