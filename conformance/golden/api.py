@@ -17,10 +17,28 @@ from typing import Any
 
 from conformance.helpers.asserts import Fact, Shape, Value
 from conformance.helpers.inputs import Row, packed_row, rows_of
-from conformance.helpers.literals import IGNORE_INDEX, THD_PAD, block_mask, bools, f32, int32, long
+from conformance.helpers.literals import (
+    BATCHED_KEYS,
+    DOCUMENT_IDS_METADATA_CONTRACT,
+    IGNORE_INDEX,
+    METADATA_CONTRACT,
+    METADATA_KEYS,
+    THD_KEYS,
+    THD_PAD,
+    block_mask,
+    bools,
+    f32,
+    int32,
+    long,
+)
 
 __all__ = [
+    "BATCHED_KEYS",
+    "DOCUMENT_IDS_METADATA_CONTRACT",
     "IGNORE_INDEX",
+    "METADATA_CONTRACT",
+    "METADATA_KEYS",
+    "THD_KEYS",
     "THD_PAD",
     "Case",
     "Fact",

@@ -12,6 +12,12 @@ import torch
 from conformance.helpers.inputs import Contract, sample_batch
 
 __all__ = [
+    "ALWAYS_KEYS",
+    "BATCHED_KEYS",
+    "DOCUMENT_IDS_METADATA_CONTRACT",
+    "METADATA_CONTRACT",
+    "METADATA_KEYS",
+    "THD_KEYS",
     "IGNORE_INDEX",
     "THD_PAD",
     "block_mask",
@@ -28,6 +34,16 @@ IGNORE_INDEX = -100
 collaters, and the ``ignore_index`` the worked examples pass to ``convert_text_batch``."""
 
 THD_PAD = -1000
+
+# The TrainingBatch keys of each route (SPEC.md's field table, [tb-keys]): written once here; the golden case API re-exports them.
+ALWAYS_KEYS = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
+BATCHED_KEYS = (*ALWAYS_KEYS, "_packed_seq_ids", "attention_mask")
+METADATA_KEYS = ("packed_token_indices", "cu_seqlens", "max_seqlen")
+THD_KEYS = (*ALWAYS_KEYS, "seq_lens", "seq_lens_padded", "qkv_format")
+
+# Contracts (as case options) that request the packed-metadata bundle, per mask type.
+METADATA_CONTRACT = {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": True}
+DOCUMENT_IDS_METADATA_CONTRACT = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
 """SPEC.md's fill of the unused slots of ``seq_lens`` / ``seq_lens_padded`` ([thd-lengths],
 [thdcoll-prepacked])."""
 

@@ -29,13 +29,19 @@ from hypothesis import strategies as st
 from conformance.helpers import strategies as cs
 from conformance.helpers.asserts import assert_batch_equal, assert_tensor_equal
 from conformance.helpers.inputs import Contract, Row, describe_rows, row_positions
-from conformance.helpers.literals import IGNORE_INDEX, THD_PAD, convert
-
-TOKEN_KEYS = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
-BATCHED_ROUTE_KEYS = frozenset(
-    {"attention_mask", "_packed_seq_ids", "packed_token_indices", "cu_seqlens", "max_seqlen"}
+from conformance.helpers.literals import (
+    ALWAYS_KEYS,
+    BATCHED_KEYS,
+    IGNORE_INDEX,
+    METADATA_KEYS,
+    THD_KEYS,
+    THD_PAD,
+    convert,
 )
-THD_ROUTE_KEYS = frozenset({"seq_lens", "seq_lens_padded", "qkv_format"})
+
+TOKEN_KEYS = ALWAYS_KEYS
+BATCHED_ROUTE_KEYS = frozenset((*BATCHED_KEYS, *METADATA_KEYS)) - set(ALWAYS_KEYS)
+THD_ROUTE_KEYS = frozenset(THD_KEYS) - set(ALWAYS_KEYS)
 # Ignore indices that no token drawn in this module takes, so that ``labels == ignore_index``
 # identifies exactly the masked labels (tokens may still be 0, 7, 99999: other ignore indices).
 SENTINEL_IGNORE_INDICES = (IGNORE_INDEX, -1, -7, 99999)

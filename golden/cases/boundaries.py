@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from conformance.golden.api import Case, Row, packed_row, rows
+from conformance.golden.api import DOCUMENT_IDS_METADATA_CONTRACT, METADATA_CONTRACT, Case, Row, packed_row, rows
 
 CORE = (
     "ctb-shift",
@@ -23,8 +23,6 @@ CORE = (
     "tb-keys",
     "ctb-no-mutation",
 )
-META = {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": True}
-META_DOC = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
 
 
 def _row(rng: random.Random, length: int, shape: str) -> Row:
@@ -46,10 +44,10 @@ def _row(rng: random.Random, length: int, shape: str) -> Row:
 SHAPES = ("mixed", "no_padding", "all_but_one_padding", "one_token_documents", "many_tiny_documents")
 VARIANTS = [
     ("batched", {}, ("batched-block-causal", "batched-packed-seq-ids", "ctb-cross-document-targets")),
-    ("metadata", {"contract": META_DOC}, ("batched-document-ids-mask", "batched-metadata")),
-    ("msk", {"mask_segment_starts": True, "contract": META}, ("ctb-segment-starts", "batched-metadata")),
+    ("metadata", {"contract": DOCUMENT_IDS_METADATA_CONTRACT}, ("batched-document-ids-mask", "batched-metadata")),
+    ("msk", {"mask_segment_starts": True, "contract": METADATA_CONTRACT}, ("ctb-segment-starts", "batched-metadata")),
     ("thd", {"output_format": "thd"}, ("thd-lengths", "thd-qkv-format", "ctb-output-route")),
-    ("xdoc", {"xdoc": True, "contract": META}, ("ctb-xdoc", "ctb-selected-ids", "xdoc-positions")),
+    ("xdoc", {"xdoc": True, "contract": METADATA_CONTRACT}, ("ctb-xdoc", "ctb-selected-ids", "xdoc-positions")),
     ("xdoc_thd", {"xdoc": True, "output_format": "thd"}, ("ctb-xdoc", "ctb-selected-ids", "thd-lengths")),
 ]
 

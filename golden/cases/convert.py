@@ -9,7 +9,21 @@ from __future__ import annotations
 
 import torch
 
-from conformance.golden.api import Case, Row, Value, block_mask, bools, int32, long, packed_row, rows
+from conformance.golden.api import (
+    BATCHED_KEYS,
+    DOCUMENT_IDS_METADATA_CONTRACT,
+    METADATA_KEYS,
+    THD_KEYS,
+    Case,
+    Row,
+    Value,
+    block_mask,
+    bools,
+    int32,
+    long,
+    packed_row,
+    rows,
+)
 
 F, T = False, True
 # The shared packed batch of SPEC.md's worked examples: B = 2, L = 9, S = 8, pad id 0.
@@ -18,28 +32,6 @@ ROW_1 = Row(tokens=(41, 42, 43, 44, 45, 51, 52, 53, 0), positions=(0, 1, 2, 3, 4
 EXAMPLE_ROWS = rows(ROW_0, ROW_1)
 IDS = [[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]
 JOINED = [[1, 1, 1, 1, 1, 1, 1, 0], [1] * 8]
-BATCHED_KEYS = (
-    "input_ids",
-    "labels",
-    "position_ids",
-    "padding_mask",
-    "document_ids",
-    "attention_document_ids",
-    "_packed_seq_ids",
-    "attention_mask",
-)
-META_KEYS = ("packed_token_indices", "cu_seqlens", "max_seqlen")
-THD_KEYS = (
-    "input_ids",
-    "labels",
-    "position_ids",
-    "padding_mask",
-    "document_ids",
-    "attention_document_ids",
-    "seq_lens",
-    "seq_lens_padded",
-    "qkv_format",
-)
 EXAMPLE_A = {
     "input_ids": long([[11, 12, 13, 21, 22, 31, 32, 0], [41, 42, 43, 44, 45, 51, 52, 53]]),
     "labels": long([[12, 13, 21, 22, 31, 32, -100, -100], [42, 43, 44, 45, 51, 52, 53, -100]]),
@@ -55,7 +47,6 @@ EXAMPLE_A = {
 }
 B_LABELS = long([[12, 13, -100, 22, -100, 32, -100, -100], [42, 43, 44, 45, -100, 52, 53, -100]])
 C_POSITIONS = long([[0, 1, 2, 3, 4, 5, 6, 0], [0, 1, 2, 3, 4, 5, 6, 7]])
-DOC_META = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
 CORE = (
     "ctb-shift",
     "ctb-positions",
@@ -175,7 +166,7 @@ def case_example_d_ignores_the_contract():
         "and no metadata",
         function="convert_text_batch",
         inputs=EXAMPLE_ROWS,
-        options={"output_format": "thd", "contract": DOC_META},
+        options={"output_format": "thd", "contract": DOCUMENT_IDS_METADATA_CONTRACT},
         expected=EXAMPLE_D,
         keys=THD_KEYS,
     )
@@ -236,7 +227,7 @@ def case_example_e_variants():
             "unpacked rows too (A13)",
             function="convert_text_batch",
             inputs=EXAMPLE_E_ROWS,
-            options={"pad_to_length": 6, "pad_token_id": 0, "contract": DOC_META},
+            options={"pad_to_length": 6, "pad_token_id": 0, "contract": DOCUMENT_IDS_METADATA_CONTRACT},
             expected={
                 "attention_mask": long(E_IDS),
                 "packed_token_indices": long([[0, 1, 2, -1, -1], [0, 1, 2, 3, 4]]),
@@ -311,7 +302,7 @@ def case_example_f():
         description="Example F: a document_ids contract that requests metadata",
         function="convert_text_batch",
         inputs=EXAMPLE_ROWS,
-        options={"contract": DOC_META},
+        options={"contract": DOCUMENT_IDS_METADATA_CONTRACT},
         expected={
             **EXAMPLE_A,
             "attention_mask": long(IDS),
@@ -319,7 +310,7 @@ def case_example_f():
             "cu_seqlens": int32([[0, 3, 5, 7], [0, 5, 8, -1]]),
             "max_seqlen": 5,
         },
-        keys=BATCHED_KEYS + META_KEYS,
+        keys=BATCHED_KEYS + METADATA_KEYS,
     )
 
 
@@ -336,7 +327,7 @@ def case_example_f_block_causal():
             "cu_seqlens": int32([[0, 3, 5, 7], [0, 5, 8, -1]]),
             "max_seqlen": 5,
         },
-        keys=BATCHED_KEYS + META_KEYS,
+        keys=BATCHED_KEYS + METADATA_KEYS,
     )
 
 
@@ -360,7 +351,7 @@ def case_example_g():
         description="Example G: xdoc with the F contract: cu_seqlens are the row boundaries",
         function="convert_text_batch",
         inputs=EXAMPLE_ROWS,
-        options={"xdoc": True, "contract": DOC_META},
+        options={"xdoc": True, "contract": DOCUMENT_IDS_METADATA_CONTRACT},
         expected={
             "cu_seqlens": int32([[0, 7], [0, 8]]),
             "max_seqlen": 8,
@@ -370,7 +361,7 @@ def case_example_g():
             "document_ids": long(IDS),
             "labels": EXAMPLE_A["labels"],
         },
-        keys=BATCHED_KEYS + META_KEYS,
+        keys=BATCHED_KEYS + METADATA_KEYS,
     )
 
 

@@ -12,33 +12,22 @@ from __future__ import annotations
 
 import re
 
-from conformance.golden.api import Case, Row, block_mask, bools, int32, long, rows
+from conformance.golden.api import (
+    BATCHED_KEYS,
+    DOCUMENT_IDS_METADATA_CONTRACT,
+    METADATA_CONTRACT,
+    METADATA_KEYS,
+    THD_KEYS,
+    Case,
+    Row,
+    block_mask,
+    bools,
+    int32,
+    long,
+    rows,
+)
 
 F, T = False, True
-META = {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": True}
-META_DOC = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
-BATCHED = (
-    "input_ids",
-    "labels",
-    "position_ids",
-    "padding_mask",
-    "document_ids",
-    "attention_document_ids",
-    "_packed_seq_ids",
-    "attention_mask",
-)
-BATCHED_META = BATCHED + ("packed_token_indices", "cu_seqlens", "max_seqlen")
-THD = (
-    "input_ids",
-    "labels",
-    "position_ids",
-    "padding_mask",
-    "document_ids",
-    "attention_document_ids",
-    "seq_lens",
-    "seq_lens_padded",
-    "qkv_format",
-)
 
 
 def packed(tokens, positions, padding_length) -> Row:
@@ -117,8 +106,8 @@ def case_f01():
                 "cu_seqlens": int32([[0, 3, 5, 6]]),
                 "max_seqlen": 3,
             },
-            keys=BATCHED_META,
-            contract=META,
+            keys=(*BATCHED_KEYS, *METADATA_KEYS),
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f01_packed_row_mask_segment_starts",
@@ -126,7 +115,7 @@ def case_f01():
             "F01 with mask_segment_starts",
             rows(F01),
             {"labels": long([[12, 13, -100, 22, -100, -100]])},
-            contract=META,
+            contract=METADATA_CONTRACT,
             mask_segment_starts=True,
         ),
         convert_case(
@@ -142,8 +131,8 @@ def case_f01():
                 "seq_lens_padded": long([[3, 2, 1]]),
                 "qkv_format": "thd",
             },
-            keys=THD,
-            contract=META,
+            keys=THD_KEYS,
+            contract=METADATA_CONTRACT,
             output_format="thd",
         ),
         convert_case(
@@ -158,7 +147,7 @@ def case_f01():
                 "cu_seqlens": int32([[0, 6]]),
                 "max_seqlen": 6,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f01_packed_record_without_positions_is_rejected",
@@ -166,7 +155,7 @@ def case_f01():
             "F01 (D-4): num_sequences > 1 without positions raises ValueError naming the record",
             rows(F01, {"row": F01, "drop_positions": True}),
             error=("ValueError", (1,)),
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
     ]
 
@@ -188,7 +177,7 @@ def case_f02():
                 "cu_seqlens": int32([[0, 3, 5]]),
                 "max_seqlen": 3,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f02_mask_segment_starts",
@@ -196,7 +185,7 @@ def case_f02():
             "F02 with mask_segment_starts",
             rows(F02),
             {"labels": long([[6, 7, -100, 9, -100]])},
-            contract=META,
+            contract=METADATA_CONTRACT,
             mask_segment_starts=True,
         ),
     ]
@@ -212,7 +201,7 @@ def case_f02():
             "F02: positions with a RoBERTa-style origin are rejected",
             rows(*r),
             error=("ValueError", (rec, "positions")),
-            contract=META,
+            contract=METADATA_CONTRACT,
         )
         for n, r, rec in shifted
     ]
@@ -236,7 +225,7 @@ def case_f03():
             "F03 (D-3): a row not starting at position 0 is rejected",
             rows(*r),
             error=("ValueError", (rec, "positions")),
-            contract=META,
+            contract=METADATA_CONTRACT,
         )
         for n, r, rec in no_zero
     ]
@@ -252,7 +241,7 @@ def case_f03():
                 "cu_seqlens": int32([[0, 4, 6]]),
                 "max_seqlen": 4,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f03_position_jump_is_not_a_boundary",
@@ -265,7 +254,7 @@ def case_f03():
                 "cu_seqlens": int32([[0, 6]]),
                 "max_seqlen": 6,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
     ]
     return cases
@@ -289,7 +278,7 @@ def case_f04():
                 "cu_seqlens": int32([[0, 4, 8]]),
                 "max_seqlen": 4,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f04_mask_segment_starts",
@@ -297,7 +286,7 @@ def case_f04():
             "F04: msk masks exactly the cross-document targets",
             rows(F04),
             {"labels": long([[10, 11, 2, -100, 20, 21, 2, -100]])},
-            contract=META,
+            contract=METADATA_CONTRACT,
             mask_segment_starts=True,
         ),
         convert_case(
@@ -306,7 +295,7 @@ def case_f04():
             "F04 THD: two full documents",
             rows(F04),
             {"seq_lens": long([[4, 4]]), "seq_lens_padded": long([[4, 4]]), "qkv_format": "thd"},
-            contract=META,
+            contract=METADATA_CONTRACT,
             output_format="thd",
         ),
         convert_case(
@@ -323,7 +312,7 @@ def case_f04():
                 "cu_seqlens": int32([[0, 8]]),
                 "max_seqlen": 8,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
             mask_segment_starts=True,
             xdoc=True,
         ),
@@ -380,7 +369,7 @@ def case_f06():
             "F06: with pad == eos == 0, real EOS tokens keep their labels",
             F06_ROWS,
             F06,
-            keys=BATCHED,
+            keys=BATCHED_KEYS,
             pad_to_length=7,
             pad_token_id=0,
         ),
@@ -408,7 +397,7 @@ def case_f06():
                 packed([5, 0, 6, 0, 0, 0, 0], [0, 1, 2, 3, 0, 1, 2], 3),
             ),
             F06,
-            keys=BATCHED,
+            keys=BATCHED_KEYS,
         ),
     ]
 
@@ -500,8 +489,8 @@ def case_f08():
                 "cu_seqlens": int32([[0, 3], [0, 4]]),
                 "max_seqlen": 4,
             },
-            keys=BATCHED_META,
-            contract=META_DOC,
+            keys=(*BATCHED_KEYS, *METADATA_KEYS),
+            contract=DOCUMENT_IDS_METADATA_CONTRACT,
         ),
         convert_case(
             "f08_thd_lengths",
@@ -509,8 +498,8 @@ def case_f08():
             "F08 THD: no batched keys",
             F08,
             {"seq_lens": long([[3], [4]]), "seq_lens_padded": long([[4], [4]]), "qkv_format": "thd"},
-            keys=THD,
-            contract=META_DOC,
+            keys=THD_KEYS,
+            contract=DOCUMENT_IDS_METADATA_CONTRACT,
             output_format="thd",
         ),
     ]
@@ -540,7 +529,7 @@ def case_f09():
                     **batched_ids([[1, 1, 1, 2, 2]]),
                     "attention_mask": block_mask("1.... 11... 111.. ...1. ...11"),
                 },
-                keys=BATCHED,
+                keys=BATCHED_KEYS,
             ),
             convert_case(
                 f"f09_{name}_document_ids",
@@ -548,7 +537,7 @@ def case_f09():
                 "F09: a document_ids contract ignores the payload's attention_mask",
                 rows(row),
                 {"attention_mask": long([[1, 1, 1, 2, 2]]), "cu_seqlens": int32([[0, 3, 5]]), "max_seqlen": 3},
-                contract=META_DOC,
+                contract=DOCUMENT_IDS_METADATA_CONTRACT,
             ),
             convert_case(
                 f"f09_{name}_xdoc",
@@ -588,8 +577,8 @@ def case_f10():
                 "cu_seqlens": int32([[0, 3]]),
                 "max_seqlen": 3,
             },
-            keys=BATCHED_META,
-            contract=META,
+            keys=(*BATCHED_KEYS, *METADATA_KEYS),
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f10_longer_padding_leaves_real_tokens_unchanged",
@@ -607,7 +596,7 @@ def case_f10():
                 "cu_seqlens": int32([[0, 3]]),
                 "max_seqlen": 3,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f10_thd_padding_joins_the_last_subdocument",
@@ -615,7 +604,7 @@ def case_f10():
             "F10 THD: seq_lens_padded [[6]]",
             rows(F10),
             {"seq_lens": long([[3]]), "seq_lens_padded": long([[6]]), "qkv_format": "thd"},
-            contract=META,
+            contract=METADATA_CONTRACT,
             output_format="thd",
         ),
     ]
@@ -654,7 +643,7 @@ def case_f11():
                 "cu_seqlens": int32([[0, 1, 2, 3]]),
                 "max_seqlen": 1,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
             mask_segment_starts=True,
         ),
         convert_case(
@@ -663,7 +652,7 @@ def case_f11():
             "F11 without msk",
             F11_TINY,
             {"labels": long([[2, 3, -100]])},
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f11_zero_supervised_labels_thd",
@@ -671,7 +660,7 @@ def case_f11():
             "F11 THD + msk",
             F11_TINY,
             {"labels": long([[-100, -100, -100]]), "seq_lens": long([[1, 1, 1]])},
-            contract=META,
+            contract=METADATA_CONTRACT,
             mask_segment_starts=True,
             output_format="thd",
         ),
@@ -695,7 +684,7 @@ def case_f12():
                 "cu_seqlens": int32([[0, 2, 5, 6]]),
                 "max_seqlen": 3,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f12_mask_segment_starts",
@@ -703,7 +692,7 @@ def case_f12():
             "F12 with msk",
             rows(F12),
             {"labels": long([[2, -100, 4, 5, -100, -100]])},
-            contract=META,
+            contract=METADATA_CONTRACT,
             mask_segment_starts=True,
         ),
         convert_case(
@@ -712,7 +701,7 @@ def case_f12():
             "F12 THD: no zero-length entry",
             rows(F12),
             {"seq_lens": long([[2, 3, 1]]), "seq_lens_padded": long([[2, 3, 1]]), "qkv_format": "thd"},
-            contract=META,
+            contract=METADATA_CONTRACT,
             output_format="thd",
         ),
     ]
@@ -739,8 +728,8 @@ def case_f13():
                 "cu_seqlens": int32([[0, 3, 5]]),
                 "max_seqlen": 3,
             },
-            keys=BATCHED_META,
-            contract=META,
+            keys=(*BATCHED_KEYS, *METADATA_KEYS),
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f13_int32_payload_metadata_dtypes",
@@ -752,7 +741,7 @@ def case_f13():
                 "cu_seqlens": int32([[0, 3, 5]]),
                 "max_seqlen": 3,
             },
-            contract=META,
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f13_int32_payload_thd_lengths_are_int64",
@@ -767,8 +756,8 @@ def case_f13():
                 "seq_lens_padded": long([[3, 2]]),
                 "qkv_format": "thd",
             },
-            keys=THD,
-            contract=META,
+            keys=THD_KEYS,
+            contract=METADATA_CONTRACT,
             output_format="thd",
         ),
     ]
@@ -871,8 +860,8 @@ def case_f15():
                 "cu_seqlens": int32([[0, 3, 5]]),
                 "max_seqlen": 3,
             },
-            keys=BATCHED_META,
-            contract=META,
+            keys=(*BATCHED_KEYS, *METADATA_KEYS),
+            contract=METADATA_CONTRACT,
         ),
         convert_case(
             "f15_mask_segment_starts",
@@ -880,7 +869,7 @@ def case_f15():
             "F15 with msk",
             rows(F15),
             {"labels": long([[12, 13, -100, 22, -100, -100, -100, -100]])},
-            contract=META,
+            contract=METADATA_CONTRACT,
             mask_segment_starts=True,
         ),
         convert_case(
@@ -889,7 +878,7 @@ def case_f15():
             "F15 THD",
             rows(F15),
             {"seq_lens": long([[3, 2]]), "seq_lens_padded": long([[3, 5]]), "qkv_format": "thd"},
-            contract=META,
+            contract=METADATA_CONTRACT,
             output_format="thd",
         ),
         convert_case(
@@ -907,8 +896,8 @@ def case_f15():
                 "cu_seqlens": int32([[0, 3], [0, 2]]),
                 "max_seqlen": 3,
             },
-            keys=BATCHED_META,
-            contract=META,
+            keys=(*BATCHED_KEYS, *METADATA_KEYS),
+            contract=METADATA_CONTRACT,
             pad_to_length=9,
             pad_token_id=0,
         ),
@@ -918,7 +907,7 @@ def case_f15():
             "F15 pad_to_length=9 THD",
             F15_UNPACKED,
             {"seq_lens": long([[3], [2]]), "seq_lens_padded": long([[8], [8]]), "qkv_format": "thd"},
-            contract=META,
+            contract=METADATA_CONTRACT,
             output_format="thd",
             pad_to_length=9,
             pad_token_id=0,
