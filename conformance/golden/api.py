@@ -34,6 +34,7 @@ from conformance.helpers.literals import (
 
 __all__ = [
     "BATCHED_KEYS",
+    "CONVERT_CLAUSES",
     "DOCUMENT_IDS_METADATA_CONTRACT",
     "IGNORE_INDEX",
     "METADATA_CONTRACT",
@@ -55,6 +56,21 @@ __all__ = [
     "rows",
     "rows_of",
 ]
+
+
+# The clauses every whole-batch convert_text_batch case checks (shift, labels, masks, ids,
+# shapes, dtypes, keys); cases add the clauses of their route.
+CONVERT_CLAUSES = (
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "tb-shapes",
+    "tb-dtypes",
+    "tb-keys",
+)
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import random
 
-from conformance.golden.api import DOCUMENT_IDS_METADATA_CONTRACT, METADATA_CONTRACT, Case, Row, packed_row, rows
-
-CORE = (
-    "ctb-shift",
-    "ctb-positions",
-    "ctb-padding-labels",
-    "ctb-padding-mask",
-    "ctb-document-ids",
-    "ctb-attention-ids",
-    "tb-shapes",
-    "tb-dtypes",
-    "tb-keys",
-    "ctb-no-mutation",
+from conformance.golden.api import (
+    CONVERT_CLAUSES,
+    DOCUMENT_IDS_METADATA_CONTRACT,
+    METADATA_CONTRACT,
+    Case,
+    Row,
+    packed_row,
+    rows,
 )
+
+CORE = (*CONVERT_CLAUSES, "ctb-no-mutation")
 
 
 def _row(rng: random.Random, length: int, shape: str) -> Row:

@@ -11,6 +11,7 @@ import torch
 
 from conformance.golden.api import (
     BATCHED_KEYS,
+    CONVERT_CLAUSES,
     DOCUMENT_IDS_METADATA_CONTRACT,
     METADATA_KEYS,
     THD_KEYS,
@@ -47,17 +48,7 @@ EXAMPLE_A = {
 }
 B_LABELS = long([[12, 13, -100, 22, -100, 32, -100, -100], [42, 43, 44, 45, -100, 52, 53, -100]])
 C_POSITIONS = long([[0, 1, 2, 3, 4, 5, 6, 0], [0, 1, 2, 3, 4, 5, 6, 7]])
-CORE = (
-    "ctb-shift",
-    "ctb-positions",
-    "ctb-padding-labels",
-    "ctb-padding-mask",
-    "ctb-document-ids",
-    "ctb-attention-ids",
-    "tb-shapes",
-    "tb-dtypes",
-    "tb-keys",
-)
+CORE = CONVERT_CLAUSES
 
 
 def case_example_a():
