@@ -34,8 +34,11 @@ IGNORE_INDEX = -100
 collaters, and the ``ignore_index`` the worked examples pass to ``convert_text_batch``."""
 
 THD_PAD = -1000
+"""SPEC.md's fill of the unused slots of ``seq_lens`` / ``seq_lens_padded`` ([thd-lengths],
+[thdcoll-prepacked])."""
 
-# The TrainingBatch keys of each route (SPEC.md's field table, [tb-keys]): written once here; the golden case API re-exports them.
+# The TrainingBatch keys of each route (SPEC.md's field table, [tb-keys]), written once here;
+# the golden case API re-exports them.
 ALWAYS_KEYS = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
 BATCHED_KEYS = (*ALWAYS_KEYS, "_packed_seq_ids", "attention_mask")
 METADATA_KEYS = ("packed_token_indices", "cu_seqlens", "max_seqlen")
@@ -44,8 +47,6 @@ THD_KEYS = (*ALWAYS_KEYS, "seq_lens", "seq_lens_padded", "qkv_format")
 # Contracts (as case options) that request the packed-metadata bundle, per mask type.
 METADATA_CONTRACT = {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": True}
 DOCUMENT_IDS_METADATA_CONTRACT = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
-"""SPEC.md's fill of the unused slots of ``seq_lens`` / ``seq_lens_padded`` ([thd-lengths],
-[thdcoll-prepacked])."""
 
 
 def long(values) -> torch.Tensor:
