@@ -24,7 +24,15 @@ from typing import Any
 
 from conformance.spec import major, spec_version
 
-__all__ = ["BUILTIN_BACKENDS", "CAPABILITIES", "Backend", "BackendError", "load_backend"]
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "CAPABILITIES",
+    "ENTRY_POINT_GROUP",
+    "Backend",
+    "BackendError",
+    "available_backends",
+    "load_backend",
+]
 
 # capability -> (what it covers, the public names a backend must expose for it)
 CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -61,6 +69,20 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # built-in name -> import path
 BUILTIN_BACKENDS: dict[str, str] = {"reference": "reference"}
+# Third-party packages register backends by name in this entry-point group:
+#   [project.entry-points."batchspec.backends"]
+#   mybackend = "mypkg.batchspec_backend:BACKEND"
+ENTRY_POINT_GROUP = "batchspec.backends"
+
+
+def available_backends() -> dict[str, str]:
+    """Every backend name the suite knows -> its import path: the built-in ones, then those
+    installed packages register in the ``batchspec.backends`` entry-point group (a built-in
+    name wins over an entry point of the same name)."""
+    from importlib.metadata import entry_points
+
+    names = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return {**names, **BUILTIN_BACKENDS}
 
 
 class BackendError(Exception):
@@ -114,15 +136,17 @@ def load_backend(spec: str) -> Backend:
             ``module:attribute`` form), an import failure, a missing or malformed
             ``BATCHSPEC_SPEC_VERSION``, or one whose major version differs from the suite's SPEC.
     """
-    path = BUILTIN_BACKENDS.get(spec, spec)
+    known = available_backends()
+    path = known.get(spec, spec)
     try:
         impl = _import_target(path)
     except ModuleNotFoundError as error:
-        if spec not in BUILTIN_BACKENDS and ":" not in spec and "." not in spec and error.name == spec:
-            # A bare name that is neither built in nor an importable module: most likely a typo.
+        if spec not in known and ":" not in spec and "." not in spec and error.name == spec:
+            # A bare name that is neither known nor an importable module: most likely a typo.
             raise BackendError(
-                f"unknown backend {spec!r}; known backends: {sorted(BUILTIN_BACKENDS)}, "
-                "or a module / 'module:attribute' path to an object exposing the contract's names"
+                f"unknown backend {spec!r}; known backends: {sorted(known)} (built in, or registered in the "
+                f"{ENTRY_POINT_GROUP!r} entry-point group), or a module / 'module:attribute' path to an object "
+                "exposing the contract's names"
             ) from error
         raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
     except (ImportError, AttributeError) as error:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from conformance.backends import CAPABILITIES, Backend, BackendError, load_backend
+from conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
 from conformance.spec import SPEC_PATH, spec_clause_items, spec_clauses, spec_profiles, spec_version, split_citation
 
 NOT_SUPPORTED = "NOT SUPPORTED"
@@ -42,8 +42,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("batchspec")
     group.addoption(
         "--backend",
-        default="reference",
-        help="backend under test: a built-in name (reference) or a module:attribute path (default: reference)",
+        default=None,
+        help="backend under test (required): a built-in name (reference), a name registered in the "
+        "'batchspec.backends' entry-point group, or a module / module:attribute path",
+    )
+    group.addoption(
+        "--list-backends",
+        action="store_true",
+        help="print the known backends (built in and registered) with their versions and capabilities, and exit",
     )
     group.addoption(
         "--launcher",
@@ -85,12 +91,39 @@ MARKERS = (
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    if config.getoption("--list-backends"):
+        print(_backend_list())
+        pytest.exit("listed the known backends", returncode=0)
+    name = config.getoption("--backend")
+    if not name:
+        # Silently testing some default would let a CI typo pass green.
+        raise pytest.UsageError(
+            f"--backend is required: one of the known backends {sorted(available_backends())}, or a module / "
+            "'module:attribute' path (--list-backends shows versions and capabilities)"
+        )
     try:
-        config._batchspec_backend = load_backend(config.getoption("--backend"))
+        config._batchspec_backend = load_backend(name)
     except BackendError as error:
         raise pytest.UsageError(str(error)) from None
     config._batchspec_launchers = _launchers(config.getoption("--launcher"))
     config._batchspec_outcomes = defaultdict(list)
+
+
+def _backend_list() -> str:
+    """One line per known backend: name, import path, version, SPEC version, capabilities (or
+    why it cannot be loaded)."""
+    lines = ["batchspec backends (built in, and registered in the 'batchspec.backends' entry-point group):"]
+    for name, path in sorted(available_backends().items()):
+        try:
+            backend = load_backend(name)
+        except BackendError as error:
+            lines.append(f"  {name} ({path}): cannot be loaded: {error}")
+            continue
+        lines.append(
+            f"  {name} ({path}) version={backend.version} targets SPEC {backend.spec_version}; "
+            f"capabilities: {', '.join(sorted(backend.capabilities)) or 'none'}"
+        )
+    return "\n".join(lines)
 
 
 def suite_version() -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from types import SimpleNamespace
 
 from _suite import ROOT, run_conformance
@@ -132,7 +134,9 @@ def test_a_failure_blames_only_the_clauses_its_own_message_names():
 
 def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
     for value, words in (("foo", "unknown launcher(s) ['foo']"), ("torch,", "empty launcher name")):
-        run = run_conformance(tmp_path / value.strip(","), "conformance/test_multirank.py", f"--launcher={value}")
+        run = run_conformance(
+            tmp_path / value.strip(","), "conformance/test_multirank.py", "--backend=reference", f"--launcher={value}"
+        )
         assert run.returncode == 4, run.output[-2000:]
         assert words in run.output and "choose from ['mpiexec', 'torch']" in run.output
 
@@ -203,3 +207,63 @@ def test_the_clause_report_records_the_spec_and_suite_versions(reference_run):
     assert report["spec_version"] == "1.0" and report["backend_spec_version"] == "1.0"
     assert report["suite_version"] not in {"", None}
     assert "targets SPEC 1.0; suite" in reference_run.output and "checks SPEC 1.0" in reference_run.output
+
+
+def test_a_run_without_backend_is_a_usage_error_that_lists_the_known_backends(tmp_path):
+    """Silently testing a default backend would let a CI typo pass green."""
+    run = run_conformance(tmp_path, "conformance/test_goldens.py")
+    assert run.returncode == 4 and not run.testcases, run.output[-2000:]
+    assert "--backend is required" in run.output and "['reference']" in run.output, run.output[-2000:]
+
+
+def test_list_backends_prints_names_versions_and_capabilities(tmp_path):
+    run = run_conformance(tmp_path, "conformance/test_goldens.py", "--list-backends")
+    assert run.returncode == 0, run.output[-2000:]
+    assert "reference (reference) version=0.1.0 targets SPEC 1.0; capabilities: adapt_model_inputs," in run.output
+
+
+def test_an_entry_point_backend_from_an_installed_package_is_found_by_name(tmp_path):
+    """A throwaway package registers ``thirdparty`` in the ``batchspec.backends`` entry-point
+    group; built and installed with pip into a target folder, it is found by that name."""
+    source = tmp_path / "src"
+    (source / "thirdparty_batchspec").mkdir(parents=True)
+    (source / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "thirdparty-batchspec"\nversion = "9.9"\n\n'
+        '[project.entry-points."batchspec.backends"]\nthirdparty = "thirdparty_batchspec:BACKEND"\n',
+        encoding="utf-8",
+    )
+    (source / "thirdparty_batchspec" / "__init__.py").write_text(
+        "from types import SimpleNamespace\n\nimport reference\n\n"
+        "BACKEND = SimpleNamespace(get_unpad_data=reference.get_unpad_data, __version__='9.9',\n"
+        "                          BATCHSPEC_SPEC_VERSION='1.0', BATCHSPEC_CAPABILITIES=['unpad_data'])\n",
+        encoding="utf-8",
+    )
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
+    listing = run_conformance(tmp_path / "list", "conformance/test_goldens.py", "--list-backends", env=env)
+    assert "thirdparty (thirdparty_batchspec:BACKEND) version=9.9" in listing.output, listing.output[-2000:]
+    run = run_conformance(
+        tmp_path / "run", "conformance/test_goldens.py", "-k", "unpad", "--backend=thirdparty", env=env
+    )
+    assert run.returncode == 0, run.output[-3000:]
+    assert "backend=thirdparty version=9.9" in run.output
+    assert run.clause_report["clauses"]["unpad-indexed"]["status"] == "pass"
