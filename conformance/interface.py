@@ -1,0 +1,129 @@
+"""The contract's names and signatures ([api-signatures]), as data a check compares against.
+
+``SIGNATURES`` maps each name (``Datum.to_features`` for a method) to the profile that covers
+it and its parameters in order: ``(name, kind, default)`` with kind ``"positional"`` (positional
+or keyword) or ``"keyword"`` (keyword-only) and default ``REQUIRED`` when there is none, or
+``FACTORY`` for a fresh empty mapping. ``signature_problems`` says how a backend's callable
+differs.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+__all__ = ["FACTORY", "REQUIRED", "SIGNATURES", "signature_problems"]
+
+REQUIRED = object()  # no default
+FACTORY = object()  # a default made per call (an empty mapping of the object's own)
+
+P, K = "positional", "keyword"
+
+# name -> (profile, parameters)
+SIGNATURES: dict[str, tuple[str, tuple[tuple[str, str, Any], ...]]] = {
+    "require_supported_packing_contract": ("contract_types", (("contract", P, REQUIRED),)),
+    "get_unpad_data": ("unpad_data", (("attention_mask", P, REQUIRED),)),
+    "build_packed_sequence_metadata": ("packed_metadata", (("attention_mask", P, REQUIRED),)),
+    "convert_text_batch": (
+        "convert_text_batch",
+        (
+            ("sample_batch", P, REQUIRED),
+            ("packing_contract", P, REQUIRED),
+            ("ignore_index", P, REQUIRED),
+            ("mask_segment_starts", P, REQUIRED),
+            ("allow_cross_document_attention", P, REQUIRED),
+            ("output_format", P, "batched"),
+            ("pad_to_length", P, None),
+            ("pad_token_id", P, None),
+        ),
+    ),
+    "adapt_model_inputs": ("adapt_model_inputs", (("batch", P, REQUIRED), ("attention_eligibility", P, None))),
+    "enable_xdoc_attention": ("xdoc", (("batch", P, REQUIRED), ("packing_contract", P, REQUIRED))),
+    "convert_batch_output": ("convert_batch_output", (("batch", P, REQUIRED), ("output_format", P, REQUIRED))),
+    "ZephonDataLoader": (
+        "zephon_loader",
+        (
+            ("pipeline", P, REQUIRED),
+            ("convert_batch", P, REQUIRED),
+            ("output_format", P, "batched"),
+            ("packing_contract", K, REQUIRED),
+        ),
+    ),
+    "Datum": ("datum", (("input_ids", P, REQUIRED), ("loss_fn_inputs", P, FACTORY))),
+    "Datum.to_features": ("datum", (("ignore_index", K, -100),)),
+    "collate_datums": (
+        "datum",
+        (
+            ("datums", P, REQUIRED),
+            ("packed", K, False),
+            ("pad_seq_len_divisible", K, None),
+            ("ignore_index", K, -100),
+        ),
+    ),
+    "default_collater": ("collaters", (("batch", P, REQUIRED), ("pad_seq_len_divisible", P, None))),
+    "packed_sequence_thd_collater": ("collaters", (("batch", P, REQUIRED),)),
+    "pack_features_for_thd": ("collaters", (("features", P, REQUIRED), ("ignore_index", K, -100))),
+}
+
+_KINDS = {
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: P,
+    inspect.Parameter.KEYWORD_ONLY: K,
+    inspect.Parameter.POSITIONAL_ONLY: "positional-only",
+    inspect.Parameter.VAR_POSITIONAL: "*args",
+    inspect.Parameter.VAR_KEYWORD: "**kwargs",
+}
+
+
+def _shown(default: Any) -> str:
+    return "no default" if default is REQUIRED else "a fresh {}" if default is FACTORY else f"default {default!r}"
+
+
+def signature_problems(name: str, obj: Any) -> list[str]:
+    """How ``obj``'s signature differs from ``SIGNATURES[name]`` (empty when it conforms).
+
+    Checks, in the SPEC's order: each parameter exists under its name, is of its kind
+    (positional-or-keyword, or keyword-only), has the given default (a factory default: an empty
+    mapping), and the positional parameters come in the SPEC's order; a further parameter must
+    be optional."""
+    _, expected = SIGNATURES[name]
+    try:
+        parameters = list(inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError) as error:
+        return [f"{name}: no inspectable signature ({error})"]
+    if parameters and parameters[0].name == "self":
+        parameters = parameters[1:]
+    actual = {p.name: p for p in parameters}
+    problems = []
+    for want_name, want_kind, want_default in expected:
+        parameter = actual.get(want_name)
+        if parameter is None:
+            problems.append(f"{name}: parameter {want_name!r} is missing")
+            continue
+        kind = _KINDS[parameter.kind]
+        if kind != want_kind:
+            problems.append(f"{name}: parameter {want_name!r} is {kind}, but should be {want_kind}")
+        default = parameter.default
+        if want_default is REQUIRED:
+            if default is not inspect.Parameter.empty:
+                problems.append(f"{name}: parameter {want_name!r} has default {default!r}, but should have none")
+        elif want_default is FACTORY:
+            if default is inspect.Parameter.empty:
+                problems.append(f"{name}: parameter {want_name!r} has no default, but should default to {{}}")
+        elif default is inspect.Parameter.empty or type(default) is not type(want_default) or default != want_default:
+            shown = "no default" if default is inspect.Parameter.empty else f"default {default!r}"
+            problems.append(f"{name}: parameter {want_name!r} has {shown}, but should have {_shown(want_default)}")
+    order = [p.name for p in parameters if _KINDS[p.kind] == P]
+    # the SPEC's positional parameters that are there (a missing one is reported above)
+    want_order = [n for n, k, _ in expected if k == P and n in order]
+    if [n for n in order if n in want_order] != want_order or order[: len(want_order)] != want_order:
+        problems.append(f"{name}: positional parameters are {order}, but should start with {want_order}")
+    known = {n for n, _, _ in expected}
+    for parameter in parameters:
+        extra_required = parameter.default is inspect.Parameter.empty and parameter.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.POSITIONAL_ONLY,
+        )
+        if parameter.name not in known and extra_required:
+            problems.append(f"{name}: parameter {parameter.name!r} is required, but the SPEC has no such parameter")
+    return problems
