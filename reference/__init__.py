@@ -1,7 +1,7 @@
 """batchspec reference: a deliberately simple implementation of the packed-batch contract.
 
-Every public name is re-exported here; each function's docstring cites the SPEC.md clauses
-it implements. Readability beats speed: faster code belongs in a backend.
+Every public name is re-exported here, with the signature of SPEC.md's table [api-signatures];
+each function's docstring cites the SPEC.md clauses it implements. Readability beats speed: faster code belongs in a backend.
 """
 
 from reference.attention import (
