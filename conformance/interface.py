@@ -1,16 +1,19 @@
 """The contract's names and signatures ([api-signatures]), as data a check compares against.
 
-``SIGNATURES`` maps each name (``Datum.to_features`` for a method) to the profile that covers
-it and its parameters in order: ``(name, kind, default)`` with kind ``"positional"`` (positional
-or keyword) or ``"keyword"`` (keyword-only) and default ``REQUIRED`` when there is none, or
-``FACTORY`` for a fresh empty mapping. ``signature_problems`` says how a backend's callable
-differs.
+``SIGNATURES`` is read from SPEC.md's [api-signatures] table (its one home) and maps each
+name (``Datum.to_features`` for a method) to the profile that covers it and its parameters in
+order: ``(name, kind, default)`` with kind ``"positional"`` (positional or keyword) or
+``"keyword"`` (keyword-only) and default ``REQUIRED`` when there is none, or ``FACTORY`` for a
+fresh empty mapping. ``signature_problems`` says how a backend's callable differs.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 from typing import Any
+
+from conformance.spec import spec_signatures
 
 __all__ = ["FACTORY", "REQUIRED", "SIGNATURES", "signature_problems"]
 
@@ -19,50 +22,29 @@ FACTORY = object()  # a default made per call (an empty mapping of the object's 
 
 P, K = "positional", "keyword"
 
-# name -> (profile, parameters)
+
+def _parameters(signature: str) -> tuple[tuple[str, str, Any], ...]:
+    """``(a, b="x", *, c=None)`` -> ``(("a", P, REQUIRED), ("b", P, "x"), ("c", K, None))``;
+    a ``{}`` default is ``FACTORY`` (a fresh empty mapping)."""
+    arguments = ast.parse(f"def f{signature}: pass").body[0].args
+    positional = arguments.args
+    defaults = [REQUIRED] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+
+    def value(node: Any) -> Any:
+        if node is REQUIRED or node is None:
+            return REQUIRED
+        literal = ast.literal_eval(node)
+        return FACTORY if literal == {} else literal
+
+    return (
+        *((a.arg, P, value(d)) for a, d in zip(positional, defaults)),
+        *((a.arg, K, value(d)) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)),
+    )
+
+
+# name -> (profile, parameters), read from SPEC.md's [api-signatures] table (its one home)
 SIGNATURES: dict[str, tuple[str, tuple[tuple[str, str, Any], ...]]] = {
-    "require_supported_packing_contract": ("contract_types", (("contract", P, REQUIRED),)),
-    "get_unpad_data": ("unpad_data", (("attention_mask", P, REQUIRED),)),
-    "build_packed_sequence_metadata": ("packed_metadata", (("attention_mask", P, REQUIRED),)),
-    "convert_text_batch": (
-        "convert_text_batch",
-        (
-            ("sample_batch", P, REQUIRED),
-            ("packing_contract", P, REQUIRED),
-            ("ignore_index", P, REQUIRED),
-            ("mask_segment_starts", P, REQUIRED),
-            ("allow_cross_document_attention", P, REQUIRED),
-            ("output_format", P, "batched"),
-            ("pad_to_length", P, None),
-            ("pad_token_id", P, None),
-        ),
-    ),
-    "adapt_model_inputs": ("adapt_model_inputs", (("batch", P, REQUIRED), ("attention_eligibility", P, None))),
-    "enable_xdoc_attention": ("xdoc", (("batch", P, REQUIRED), ("packing_contract", P, REQUIRED))),
-    "convert_batch_output": ("convert_batch_output", (("batch", P, REQUIRED), ("output_format", P, REQUIRED))),
-    "ZephonDataLoader": (
-        "zephon_loader",
-        (
-            ("pipeline", P, REQUIRED),
-            ("convert_batch", P, REQUIRED),
-            ("output_format", P, "batched"),
-            ("packing_contract", K, REQUIRED),
-        ),
-    ),
-    "Datum": ("datum", (("input_ids", P, REQUIRED), ("loss_fn_inputs", P, FACTORY))),
-    "Datum.to_features": ("datum", (("ignore_index", K, -100),)),
-    "collate_datums": (
-        "datum",
-        (
-            ("datums", P, REQUIRED),
-            ("packed", K, False),
-            ("pad_seq_len_divisible", K, None),
-            ("ignore_index", K, -100),
-        ),
-    ),
-    "default_collater": ("collaters", (("batch", P, REQUIRED), ("pad_seq_len_divisible", P, None))),
-    "packed_sequence_thd_collater": ("collaters", (("batch", P, REQUIRED),)),
-    "pack_features_for_thd": ("collaters", (("features", P, REQUIRED), ("ignore_index", K, -100))),
+    name: (profile, _parameters(signature)) for name, (signature, profile) in spec_signatures().items()
 }
 
 _KINDS = {

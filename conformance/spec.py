@@ -17,6 +17,8 @@ __all__ = [
     "spec_clause_items",
     "spec_clauses",
     "spec_profiles",
+    "spec_signatures",
+    "spec_signatures",
     "spec_version",
     "split_citation",
 ]
@@ -88,3 +90,13 @@ def split_citation(citation: str) -> tuple[str, int | None]:
     """``"ctb-input-errors.3"`` -> ``("ctb-input-errors", 3)``; ``"ctb-shift"`` -> ``("ctb-shift", None)``."""
     clause, dot, item = citation.partition(".")
     return clause, (int(item) if dot and item.isdigit() else None)
+
+
+SIGNATURE_ROW = re.compile(r"^  \| `([A-Za-z_.]+)` \| `(\(.*\))` \| `([a-z_]+)` \|$", re.M)
+
+
+def spec_signatures(path: Path = SPEC_PATH) -> dict[str, tuple[str, str]]:
+    """Name -> (signature text, profile), from the table of [api-signatures]
+    (``| `name` | `(a, b=1, *, c)` | `profile` |``)."""
+    text = path.read_text(encoding="utf-8")
+    return {m.group(1): (m.group(2), m.group(3)) for m in SIGNATURE_ROW.finditer(text)}
