@@ -23,7 +23,7 @@ __all__ = [
 
 
 class TrainingBatch(TypedDict):
-    """Collated CPU tensors handed to the model [tb-shapes, tb-dtypes, tb-keys].
+    """Collated tensors handed to the model [tb-shapes, tb-dtypes, tb-keys].
 
     Token fields are ``[batch, sequence]``; ``position_ids`` is ``[batch, sequence]``, or
     ``[axes, batch, sequence]`` for mRoPE. SPEC.md's "TrainingBatch" section gives every

@@ -80,7 +80,8 @@ def convert_text_batch(
         pad_token_id: the pad token of that route; ignored without ``pad_to_length``.
 
     Returns:
-        A new mapping of CPU tensors, S = L - 1 (or ``pad_to_length - 1``): int64
+        A new mapping of tensors on the token fields' device when every record's token field
+        is a tensor on one device, else on the CPU [tb-device]; S = L - 1 (or ``pad_to_length - 1``): int64
         ``input_ids``, ``labels``, ``position_ids``, ``document_ids``,
         ``attention_document_ids`` and bool ``padding_mask``, all ``[B, S]``; batched output
         adds ``_packed_seq_ids``, ``attention_mask`` (bool ``[B, 1, S, S]`` or int64
@@ -140,8 +141,9 @@ def convert_text_batch(
             f"sample_batch record 0: rows must hold at least 2 unshifted tokens to shift, got {lengths[0]}"
         )
 
-    # 3. Shift, mask and number subdocuments on the original boundaries.
-    batch = _shift_and_mask(rows, ignore_index, mask_segment_starts)
+    # 3. Shift, mask and number subdocuments on the original boundaries, on the token
+    # fields' device [tb-device].
+    batch = _shift_and_mask(rows, ignore_index, mask_segment_starts, _output_device(records))
     # 4. Attention membership [ctb-attention-ids], then the consumer's cross-document policy,
     # which changes only position_ids and attention_document_ids [ctb-xdoc].
     adapt_model_inputs(batch)
@@ -284,7 +286,21 @@ def _pad_row(row: _Row, pad_to_length: int, pad_token_id: int, index: int) -> _R
     )
 
 
-def _shift_and_mask(rows: list[_Row], ignore_index: int, mask_segment_starts: bool) -> TrainingBatch:
+def _output_device(records: Any) -> torch.device:
+    """[tb-device] The device of the records' token fields when every one is a tensor on one
+    device, else the CPU (Python lists and numpy arrays, or tensors on several devices)."""
+    fields = [
+        next(record.payload[name] for name in TOKEN_FIELD_CANDIDATES if name in record.payload) for record in records
+    ]
+    devices = {field.device for field in fields if isinstance(field, torch.Tensor)}
+    if len(devices) == 1 and all(isinstance(field, torch.Tensor) for field in fields):
+        return devices.pop()
+    return torch.device("cpu")
+
+
+def _shift_and_mask(
+    rows: list[_Row], ignore_index: int, mask_segment_starts: bool, device: torch.device
+) -> TrainingBatch:
     """Next-token shift, padding labels, padding mask, segment starts, document ids.
 
     [ctb-shift, ctb-padding-labels, ctb-padding-mask, ctb-positions, ctb-segment-starts,
@@ -325,11 +341,11 @@ def _shift_and_mask(rows: list[_Row], ignore_index: int, mask_segment_starts: bo
         document_ids.append(row_documents)
 
     return {
-        "input_ids": torch.tensor(input_ids, dtype=torch.int64),
-        "labels": torch.tensor(labels, dtype=torch.int64),
-        "position_ids": torch.tensor(position_ids, dtype=torch.int64),
-        "padding_mask": torch.tensor(padding_mask, dtype=torch.bool),
-        "document_ids": torch.tensor(document_ids, dtype=torch.int64),
+        "input_ids": torch.tensor(input_ids, dtype=torch.int64, device=device),
+        "labels": torch.tensor(labels, dtype=torch.int64, device=device),
+        "position_ids": torch.tensor(position_ids, dtype=torch.int64, device=device),
+        "padding_mask": torch.tensor(padding_mask, dtype=torch.bool, device=device),
+        "document_ids": torch.tensor(document_ids, dtype=torch.int64, device=device),
     }
 
 
