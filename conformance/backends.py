@@ -2,7 +2,7 @@
 
 A backend is any object (usually a module) that exposes the contract's public names
 (``convert_text_batch``, ``build_packed_sequence_metadata``, ...). It is chosen with
-``pytest conformance --backend=NAME`` where NAME is a built-in name (``reference``) or a
+``pytest conformance --backend=NAME`` where NAME is a built-in name (``reference``, ``vectorized``) or a
 ``module:attribute`` path (``module`` alone means the module itself).
 
 A backend declares the SPEC version it targets in ``BATCHSPEC_SPEC_VERSION`` (e.g. ``"1.0"``);
@@ -68,7 +68,7 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 # built-in name -> import path
-BUILTIN_BACKENDS: dict[str, str] = {"reference": "reference"}
+BUILTIN_BACKENDS: dict[str, str] = {"reference": "reference", "vectorized": "backends.vectorized"}
 # Third-party packages register backends by name in this entry-point group:
 #   [project.entry-points."batchspec.backends"]
 #   mybackend = "mypkg.batchspec_backend:BACKEND"
@@ -91,7 +91,8 @@ class BackendError(Exception):
 
 @dataclass(frozen=True)
 class Backend:
-    """The backend under test: its name, version, implementation object and capabilities."""
+    """The backend under test: its name, version, implementation object and capabilities, and the
+    device (``--device``) its tensor functions run on."""
 
     name: str
     version: str
@@ -100,6 +101,8 @@ class Backend:
     spec_version: str  # the SPEC version the backend targets (BATCHSPEC_SPEC_VERSION)
     impl: Any = field(repr=False)  # the object exposing the contract's names
     ignored: frozenset[str] = frozenset()  # declared names this suite does not know
+    # --device: where the tensor functions run (conformance.device); "cpu" calls them directly
+    device: str = "cpu"
 
     def supports(self, capability: str) -> bool:
         """Whether the backend implements ``capability`` (a key of ``CAPABILITIES``)."""
@@ -112,9 +115,17 @@ class Backend:
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return getattr(self.impl, name)
+            value = getattr(self.impl, name)
         except AttributeError:
             raise AttributeError(f"backend {self.name!r} has no attribute {name!r}") from None
+        device = vars(self).get("device", "cpu")
+        if device != "cpu":
+            from conformance.device import PLACED_FUNCTIONS, placed
+
+            if name in PLACED_FUNCTIONS and callable(value):
+                # The tensor functions run on --device, their [tb-device] checked (conformance.device).
+                return placed(value, name, device)
+        return value
 
 
 def _import_target(spec: str) -> Any:

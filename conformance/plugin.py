@@ -2,7 +2,7 @@
 ``clause``/``requires`` markers, capability checks, and the clause-by-clause report.
 
 From a checkout, ``conformance/conftest.py`` loads it; ``pytest conformance --backend=NAME
-[--clause-report=PATH]`` runs the suite.
+[--device=cuda[:N]] [--clause-report=PATH]`` runs the suite (``--device``: conformance/device.py).
 
 Clause statuses in the summary: ``FAIL`` (a test failed on this clause: its message names the
 clause, or names none of the test's clauses), ``pass`` (every citing test passed),
@@ -12,18 +12,22 @@ clause), ``inconclusive`` (every citing test failed on another clause), ``not su
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import shlex
 import sys
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
+from conformance.device import DeviceOptionError, check_device_option
+from conformance.options import add_backend_option, add_device_option
 from conformance.spec import SPEC_PATH, spec_clause_items, spec_clauses, spec_profiles, spec_version, split_citation
 
 NOT_SUPPORTED = "NOT SUPPORTED"
@@ -40,12 +44,7 @@ settings.load_profile(os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("batchspec")
-    group.addoption(
-        "--backend",
-        default=None,
-        help="backend under test (required): a built-in name (reference), a name registered in the "
-        "'batchspec.backends' entry-point group, or a module / module:attribute path",
-    )
+    add_backend_option(group)
     group.addoption(
         "--list-backends",
         action="store_true",
@@ -57,6 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="comma-separated launchers for the multi-rank scenarios: mpiexec (mpi4py + an mpiexec) and/or "
         "torch (torch.distributed, gloo, spawned processes) (default: both)",
     )
+    add_device_option(group)
     group.addoption(
         "--clause-report",
         default=None,
@@ -102,7 +102,11 @@ def pytest_configure(config: pytest.Config) -> None:
             "'module:attribute' path (--list-backends shows versions and capabilities)"
         )
     try:
-        config._batchspec_backend = load_backend(name)
+        device = check_device_option(config.getoption("--device"))
+    except DeviceOptionError as error:
+        raise pytest.UsageError(str(error)) from None
+    try:
+        config._batchspec_backend = dataclasses.replace(load_backend(name), device=device)
     except BackendError as error:
         raise pytest.UsageError(str(error)) from None
     config._batchspec_launchers = _launchers(config.getoption("--launcher"))
@@ -144,6 +148,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"batchspec conformance: backend={backend.name} version={backend.version} targets SPEC "
         f"{backend.spec_version}; suite {suite_version()} checks SPEC {spec_version()}",
         f"  capabilities ({how}): {', '.join(sorted(backend.capabilities)) or 'none'}",
+        f"  device: {backend.device}"
+        + (
+            ""
+            if backend.device == "cpu"
+            else " (the tensor functions run there; the tests get their results where their inputs are)"
+        ),
         f"  not supported: {', '.join(missing) or 'none'}",
         *(
             [f"  declared but unknown to this suite (ignored): {', '.join(sorted(backend.ignored))}"]
@@ -219,15 +229,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 CITED_CLAUSE = re.compile(r"\[([a-z0-9-]+)(?:\.\d+)?(?=[:,\]])")
 
 
-def _failed_clauses(cited: list[str], longrepr: str) -> set[str]:
-    """The cited clauses a failure is about: those its message names in brackets
-    (``[ctb-shift: ...]``), or all cited clauses when the message names none of them; none
-    for a failure of the suite's own machinery (``HARNESS_TAG``)."""
+def _failed_clauses(cited: list[str], longrepr: str, known: Iterable[str] = ()) -> set[str]:
+    """The clauses a failure is about: the cited ones its message names in brackets
+    (``[ctb-shift: ...]``); when it names none of them, the ``known`` clauses it names in
+    brackets although the test does not cite them (a check every test passes through, such as
+    ``--device``'s ``[tb-device]``); else all cited clauses. None for a failure of the suite's
+    own machinery (``HARNESS_TAG``)."""
     if HARNESS_TAG in longrepr:
         return set()
-    named = {m.group(1) for m in CITED_CLAUSE.finditer(longrepr)} & set(cited)
+    bracketed = {m.group(1) for m in CITED_CLAUSE.finditer(longrepr)}
+    named = bracketed & set(cited)
     named |= {cid for cid in cited if re.search(rf"[\[ ,]{re.escape(cid)}(?:\.\d+)?[\]:,]", longrepr)}
-    return named or set(cited)
+    return named or (bracketed & set(known)) or set(cited)
 
 
 def _failure_message(report: pytest.TestReport) -> str:
@@ -238,14 +251,14 @@ def _failure_message(report: pytest.TestReport) -> str:
     return message or text
 
 
-def _reproduce_command(nodeid: str, backend_name: str, rootdir: Path) -> str:
+def _reproduce_command(nodeid: str, backend_name: str, rootdir: Path, device: str = "cpu") -> str:
     """A shell command that reruns one test from anywhere: pytest's node ids are relative to
     its rootdir, so the command changes there first."""
     path = os.environ.get("PYTHONPATH")
     prefix = f"PYTHONPATH={shlex.quote(path)} " if path else ""
     return (
         f"cd {shlex.quote(str(rootdir))} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} "
-        f"--backend={shlex.quote(backend_name)}"
+        f"--backend={shlex.quote(backend_name)}" + ("" if device == "cpu" else f" --device={shlex.quote(device)}")
     )
 
 
@@ -255,14 +268,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     backend: Backend = item.config._batchspec_backend
     if report.failed:
         report.sections.append(
-            ("batchspec", f"reproduce with: {_reproduce_command(item.nodeid, backend.name, item.config.rootpath)}")
+            (
+                "batchspec",
+                f"reproduce with: {_reproduce_command(item.nodeid, backend.name, item.config.rootpath, backend.device)}",
+            )
         )
     if report.when == "call" or (report.when == "setup" and not report.passed):
         cited = list(dict.fromkeys(split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args))
         outcome = report.outcome
         if report.skipped and NOT_SUPPORTED in str(report.longrepr):
             outcome = "not supported"
-        blamed = _failed_clauses(cited, _failure_message(report)) if report.failed else set()
+        known = spec_clauses() if report.failed and SPEC_PATH.exists() else {}
+        blamed = _failed_clauses(cited, _failure_message(report), known) if report.failed else set()
+        for clause in sorted(blamed - set(cited)):
+            item.config._batchspec_outcomes[clause].append((item.nodeid, "failed"))
         for clause in cited:
             # A failure counts against the clauses it names; the test's other clauses were
             # not shown to be broken by it.
@@ -312,6 +331,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             "spec_version": spec_version(),
             "suite_version": suite_version(),
             "capabilities": sorted(backend.capabilities),
+            "device": backend.device,
             "clauses": {
                 clause: {
                     "level": level,

@@ -11,12 +11,13 @@ from types import SimpleNamespace
 
 from _suite import ROOT, run_conformance
 
+import reference
 from conformance.goldens import load_all
 from conformance.plugin import _failed_clauses, _failure_message
-from conformance.spec import spec_clauses
+from conformance.spec import spec_clauses, spec_version
 
-# tests/backends/partial_backend.py importable, with the repository behind it.
-PARTIAL_BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
+# tests/probe_backends/partial_backend.py importable, with the repository behind it.
+PARTIAL_BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "probe_backends"), str(ROOT)]))
 
 
 def outcome(testcase) -> str:
@@ -130,6 +131,10 @@ def test_a_failure_blames_only_the_clauses_its_own_message_names():
     # A failure whose message names none of the cited clauses blames all of them.
     report = SimpleNamespace(longrepr="E       assert 0 != 0")
     assert _failed_clauses(cited, _failure_message(report)) == set(cited)
+    # A check every test passes through (--device's [tb-device]) blames its own clause, uncited.
+    report = SimpleNamespace(longrepr="E       AssertionError: [tb-device] key 'labels' is on cpu, expected cuda:0")
+    known = spec_clauses()
+    assert _failed_clauses(cited, _failure_message(report), known) == {"tb-device"}
 
 
 def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
@@ -167,7 +172,7 @@ def test_a_backend_of_another_major_spec_version_is_refused_before_any_test_runs
     run = run_conformance(tmp_path, "conformance/test_output_formats.py", "--backend=future_backend", env=env)
     assert run.returncode == 4, run.output[-2000:]  # pytest's usage error: nothing was collected or run
     assert not run.testcases
-    assert "targets SPEC 2.0, but this suite checks SPEC 1.0" in run.output, run.output[-2000:]
+    assert f"targets SPEC 2.0, but this suite checks SPEC {spec_version()}" in run.output, run.output[-2000:]
 
 
 def test_the_spec_version_declaration_is_required_and_minor_versions_are_compatible(tmp_path, monkeypatch):
@@ -185,7 +190,7 @@ def test_the_spec_version_declaration_is_required_and_minor_versions_are_compati
     try:
         backend_with()
     except BackendError as error:
-        assert "does not declare BATCHSPEC_SPEC_VERSION" in str(error) and "'1.0'" in str(error)
+        assert "does not declare BATCHSPEC_SPEC_VERSION" in str(error) and repr(spec_version()) in str(error)
     else:
         raise AssertionError("a backend without BATCHSPEC_SPEC_VERSION was accepted")
     for bad in ("1", "one.zero", "1.x"):
@@ -204,22 +209,29 @@ def test_the_spec_version_declaration_is_required_and_minor_versions_are_compati
 
 def test_the_clause_report_records_the_spec_and_suite_versions(reference_run):
     report = reference_run.clause_report
-    assert report["spec_version"] == "1.0" and report["backend_spec_version"] == "1.0"
+    assert (
+        report["spec_version"] == spec_version() and report["backend_spec_version"] == reference.BATCHSPEC_SPEC_VERSION
+    )
     assert report["suite_version"] not in {"", None}
-    assert "targets SPEC 1.0; suite" in reference_run.output and "checks SPEC 1.0" in reference_run.output
+    assert f"targets SPEC {reference.BATCHSPEC_SPEC_VERSION}; suite" in reference_run.output
+    assert f"checks SPEC {spec_version()}" in reference_run.output
 
 
 def test_a_run_without_backend_is_a_usage_error_that_lists_the_known_backends(tmp_path):
     """Silently testing a default backend would let a CI typo pass green."""
     run = run_conformance(tmp_path, "conformance/test_goldens.py")
     assert run.returncode == 4 and not run.testcases, run.output[-2000:]
-    assert "--backend is required" in run.output and "['reference']" in run.output, run.output[-2000:]
+    assert "--backend is required" in run.output and "['reference', 'vectorized']" in run.output, run.output[-2000:]
 
 
 def test_list_backends_prints_names_versions_and_capabilities(tmp_path):
     run = run_conformance(tmp_path, "conformance/test_goldens.py", "--list-backends")
     assert run.returncode == 0, run.output[-2000:]
-    assert "reference (reference) version=0.1.0 targets SPEC 1.0; capabilities: adapt_model_inputs," in run.output
+    assert (
+        f"reference (reference) version=0.1.0 targets SPEC {spec_version()}; capabilities: adapt_model_inputs,"
+        in run.output
+    )
+    assert "vectorized (backends.vectorized) version=0.1.0" in run.output
 
 
 def test_an_entry_point_backend_from_an_installed_package_is_found_by_name(tmp_path):

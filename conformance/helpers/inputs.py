@@ -14,7 +14,21 @@ import numpy as np
 import torch
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
-__all__ = ["Contract", "Row", "describe_rows", "packed_row", "payload_form", "row_positions", "rows_of", "sample_batch"]
+__all__ = [
+    "TOKEN_FIELDS",
+    "Contract",
+    "Row",
+    "describe_rows",
+    "packed_row",
+    "payload_form",
+    "row_positions",
+    "rows_of",
+    "sample_batch",
+]
+
+
+# [ctb-token-field] The token field of a payload: the first of these present (Zephon's order).
+TOKEN_FIELDS = ("input_ids", "tokens", "token_ids", "ids")
 
 
 @dataclass(frozen=True)
@@ -121,7 +135,7 @@ def rows_of(batch: SampleBatch) -> list[Row]:
     rows = []
     for record in batch.records:
         payload = record.payload
-        field = next(name for name in ("input_ids", "tokens", "token_ids", "ids") if name in payload)
+        field = next(name for name in TOKEN_FIELDS if name in payload)
         positions = payload.get("positions")
         rows.append(
             Row(

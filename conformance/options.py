@@ -1,0 +1,41 @@
+"""The command-line options every batchspec pytest entry point shares: ``--backend`` and
+``--device``, defined once here. ``pytest conformance`` takes one backend; a benchmark run
+(``bench/``) takes ``--backend`` repeatedly to put backends side by side.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.backends import BUILTIN_BACKENDS, ENTRY_POINT_GROUP
+
+__all__ = ["add_backend_option", "add_device_option"]
+
+
+def add_backend_option(group: pytest.OptionGroup, *, repeatable: bool = False) -> None:
+    """``--backend NAME``: a built-in name, a name registered in the ``batchspec.backends``
+    entry-point group, or a ``module`` / ``module:attribute`` path. With ``repeatable`` the
+    option collects a list (``--backend=reference --backend=vectorized``)."""
+    group.addoption(
+        "--backend",
+        action="append" if repeatable else "store",
+        default=None,
+        help=f"backend under test (required{', repeatable' if repeatable else ''}): a built-in name "
+        f"({', '.join(sorted(BUILTIN_BACKENDS))}), a name registered in the {ENTRY_POINT_GROUP!r} entry-point "
+        "group, or a module / module:attribute path",
+    )
+
+
+def add_device_option(group: pytest.OptionGroup) -> None:
+    """``--device``: ``cpu`` (default), ``cuda`` or ``cuda:N``; checked by
+    ``conformance.device.check_device_option`` at configure time."""
+    group.addoption(
+        "--device",
+        default="cpu",
+        help="where the tensor functions run: cpu (default), cuda or cuda:N. Off the CPU, the inputs of "
+        "get_unpad_data, build_packed_sequence_metadata, adapt_model_inputs, enable_xdoc_attention, "
+        "convert_batch_output and convert_text_batch are moved there, [tb-device] is checked on their outputs, "
+        "and the results are compared on the CPU (conformance/device.py). Datum, collate_datums, the collaters "
+        "and ZephonDataLoader are not moved (their token fields are CPU by contract); the multi-rank scenarios "
+        "always run on the CPU",
+    )
