@@ -1,13 +1,51 @@
-"""Fixtures of the project's own tests: one run of the conformance suite against the
-reference, shared by every test that inspects its outcome."""
+"""Fixtures of the project's own tests: the long conformance runs (the whole suite against the
+reference, and against the ``vectorized`` backend), each run once per session.
+
+Both start in background processes as soon as collection shows a test that needs them, so they
+run on the second core while the other tests run; a fixture waits for its run only when a test
+reads it.
+"""
 
 from __future__ import annotations
 
 import pytest
-from _suite import SuiteRun, run_conformance
+from _suite import BackgroundRun, SuiteRun
+
+# fixture name -> the conformance run's arguments. The vectorized run leaves out the multi-rank
+# scenarios: its ZephonDataLoader is the reference's (whose run covers them), and they are most
+# of a run's time. The full command is in README ("The vectorized backend").
+RUNS = {
+    "reference_run": ("conformance", "--backend=reference"),
+    "vectorized_run": ("conformance", "--backend=vectorized", "--ignore=conformance/test_multirank.py"),
+}
+_started: dict[str, BackgroundRun] = {}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    needed = {name for item in session.items for name in getattr(item, "fixturenames", ()) if name in RUNS}
+    for name in sorted(needed):
+        tmp_dir = session.config._tmp_path_factory.mktemp(name)
+        _started[name] = BackgroundRun(tmp_dir, *RUNS[name])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for run in _started.values():
+        run.stop()
+
+
+def _run(name: str, tmp_path_factory) -> SuiteRun:
+    if name not in _started:  # e.g. requested by a test selected after collection
+        _started[name] = BackgroundRun(tmp_path_factory.mktemp(name), *RUNS[name])
+    return _started[name].result()
 
 
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory) -> SuiteRun:
-    """The whole conformance suite against the reference backend, run once per session."""
-    return run_conformance(tmp_path_factory.mktemp("reference-run"), "conformance", "--backend=reference")
+    """The whole conformance suite against the reference backend."""
+    return _run("reference_run", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def vectorized_run(tmp_path_factory) -> SuiteRun:
+    """The conformance suite against the vectorized backend (multi-rank scenarios left out)."""
+    return _run("vectorized_run", tmp_path_factory)

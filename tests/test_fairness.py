@@ -4,7 +4,7 @@ SPEC 1.0: an error message is not normative text. A check asserts the exception 
 (subclasses allowed) and only the facts its clause says the message names: a parameter,
 field or attribute name, a record or row index, the given values, both shapes or both
 fingerprints, and the [state-load-validates-first] check names (``conformance/helpers/asserts.py``
-``names()`` defines how each is matched). ``tests/backends/reworded_backend.py`` is the
+``names()`` defines how each is matched). ``tests/probe_backends/reworded_backend.py`` is the
 reference with every error message reworded: same type, same facts, another sentence (the
 facts in reverse order). The suite must pass against it exactly as against the reference;
 a check that fails there pins wording, not behaviour.
@@ -34,7 +34,7 @@ from conformance.helpers.asserts import Shape, names
 from conformance.helpers.inputs import Contract, Row, sample_batch
 from conformance.helpers.pipelines import RecordingPipeline, index_pipeline, row_indices
 
-BACKEND_DIR = ROOT / "tests" / "backends"
+BACKEND_DIR = ROOT / "tests" / "probe_backends"
 REWORDED_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BACKEND_DIR), str(ROOT)]))
 SELECTION = "not test_multirank.py or test_missing_tp_peer_fails_within_bound"
 MIN_PASSED = 600  # the selection holds about 850 tests

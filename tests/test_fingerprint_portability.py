@@ -1,6 +1,6 @@
 """State bytes are portable between conformant backends ([state-fingerprint-canonical]).
 
-``tests/backends/canonical_fingerprint_backend.py`` implements the canonical fingerprint a
+``tests/probe_backends/canonical_fingerprint_backend.py`` implements the canonical fingerprint a
 second time, independently of ``reference.checkpoint`` (stages found by node name, JSON
 written by hand). These tests show that both give the same digest on several pipelines, the
 digest the golden case pins, and that a state saved by one loader resumes exactly in a loader
@@ -25,10 +25,10 @@ from conformance.helpers.envelope import body_of
 from conformance.helpers.inputs import Contract
 from conformance.helpers.pipelines import corpus_pipeline, index_pipeline, row_indices
 
-sys.path.insert(0, str(ROOT / "tests" / "backends"))
+sys.path.insert(0, str(ROOT / "tests" / "probe_backends"))
 import canonical_fingerprint_backend as independent  # noqa: E402
 
-BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "backends"), str(ROOT)]))
+BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "probe_backends"), str(ROOT)]))
 FIXED_CASE = ROOT / "golden" / "data" / "test_state_fingerprint_of_a_fixed_pipeline" / "record.json"
 
 

@@ -12,7 +12,7 @@ Zephon 0.2.0 offers no public way to list a pipeline's stages and their settings
 probe reads its private graph too (``pipeline._graph.nodes``, each node's ``name`` and
 ``op``).
 
-Use: ``PYTHONPATH=tests/backends:. pytest conformance --backend=canonical_fingerprint_backend``.
+Use: ``PYTHONPATH=tests/probe_backends:. pytest conformance --backend=canonical_fingerprint_backend``.
 """
 
 from __future__ import annotations

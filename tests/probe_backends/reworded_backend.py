@@ -24,7 +24,7 @@ test's own injected errors, which must propagate as the very same object), and e
 already reworded. ``__cause__``, ``__context__``, ``__suppress_context__`` and the traceback
 are carried over.
 
-Use: ``PYTHONPATH=tests/backends:. pytest conformance --backend=reworded_backend``.
+Use: ``PYTHONPATH=tests/probe_backends:. pytest conformance --backend=reworded_backend``.
 """
 
 from __future__ import annotations

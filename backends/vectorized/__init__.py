@@ -1,0 +1,58 @@
+"""batchspec ``vectorized``: a fast torch backend of the packed-batch contract.
+
+Written as an outside backend author would write one, from SPEC.md: it depends on torch,
+numpy and zephon, not on the conformance suite. Every tensor function works on the whole
+batch at once (no Python loop over tokens, documents or rows in the tensor work), so the same
+code runs on CUDA; each module's docstring gives its cost model. What has no tensor work is
+taken from the reference unchanged: the contract types and their validation, ``Datum`` (the
+class; ``collate_datums`` is this backend's), and ``ZephonDataLoader``, whose cost is Zephon's.
+
+Use: ``pytest conformance --backend=vectorized [--device=cuda]``.
+"""
+
+from backends.vectorized.attention import adapt_model_inputs, enable_xdoc_attention
+from backends.vectorized.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
+from backends.vectorized.datum import Datum, collate_datums
+from backends.vectorized.metadata import build_packed_sequence_metadata, get_unpad_data
+from backends.vectorized.output import convert_batch_output
+from backends.vectorized.text import convert_text_batch
+from reference import (
+    BATCHSPEC_CAPABILITIES,
+    DEFAULT_PACKED_SEQUENCE_CONTRACT,
+    BatchOutputFormat,
+    PackedMaskType,
+    PackedSequenceContract,
+    PackedSequenceMetadata,
+    TrainingBatch,
+    ZephonDataLoader,
+    require_supported_packing_contract,
+)
+
+__version__ = "0.1.0"
+
+# The SPEC.md version this backend implements.
+BATCHSPEC_SPEC_VERSION = "1.1"
+
+__all__ = [
+    "BATCHSPEC_CAPABILITIES",
+    "BATCHSPEC_SPEC_VERSION",
+    "DEFAULT_PACKED_SEQUENCE_CONTRACT",
+    "BatchOutputFormat",
+    "Datum",
+    "PackedMaskType",
+    "PackedSequenceContract",
+    "PackedSequenceMetadata",
+    "TrainingBatch",
+    "ZephonDataLoader",
+    "adapt_model_inputs",
+    "build_packed_sequence_metadata",
+    "collate_datums",
+    "convert_batch_output",
+    "convert_text_batch",
+    "default_collater",
+    "enable_xdoc_attention",
+    "get_unpad_data",
+    "pack_features_for_thd",
+    "packed_sequence_thd_collater",
+    "require_supported_packing_contract",
+]

@@ -1,0 +1,387 @@
+"""``convert_text_batch`` as whole-batch tensor work.
+
+Cost model (B rows of L unshifted tokens, S = L - 1):
+
+* ingest: one pass over the B record objects; each field becomes an int64 array with one bulk
+  conversion (``np.asarray`` of a list or array, ``Tensor.to`` of a tensor) whose dtype
+  answers the bool/float/non-integer questions, then one ``torch.cat`` for the batch;
+* validation: whole-batch reductions, read back together with the outputs' host values;
+* shift, labels, masks, document ids: a fixed number of ``[B, S]`` element-wise passes;
+* xdoc: one ``scatter_reduce`` into ``[B, S + 1]``, a ``cumsum`` and a ``gather``;
+* metadata / THD lengths: one ``scatter_add`` into ``[B, S + 1]`` (span sizes) and a ``cumsum``
+  over the row's spans; no ``[documents, S]`` temporary, no sort;
+* ``block_causal``: one broadcast comparison and one in-place ``tril_``.
+
+The number of torch operator calls depends on the options only, never on B's contents: not on
+the documents per row, their lengths, or the values. On CUDA (tensor payloads on the device)
+the function reads the device exactly once, a few scalars at the end: the validation flags,
+and the largest id / ``max_seqlen`` the output shapes and the Python ``int`` need.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from backends.vectorized.attention import xdoc_bound_error, xdoc_positions
+from backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
+from backends.vectorized.output import block_causal_mask, check_output_format, thd_lengths_from_spans
+from reference.attention import contract_requests_metadata
+from reference.loader import TOKEN_FIELD_CANDIDATES
+from reference.packing import PackedSequenceContract
+
+__all__ = ["convert_text_batch"]
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _integer_type(kind: type) -> bool:
+    """An element type a token field may hold: Python ints (not bool) and numpy integers."""
+    return (issubclass(kind, int) and kind is not bool) or issubclass(kind, np.integer)
+
+
+def _ingest(value: Any, field: str, record: int) -> torch.Tensor | np.ndarray:
+    """One 1-D integer field as an int64 array or tensor, with one bulk conversion
+    [ctb-input-errors] items 4, 5, 6.
+
+    Lists and tuples: one C-level pass over the element types (``set(map(type, ...))``) and
+    one ``np.asarray(..., int64)`` (which overflows outside int64). numpy arrays and tensors:
+    their dtype. A tensor stays a tensor on its device.
+    """
+    where = f"sample_batch record {record}: field {field}"
+    if isinstance(value, torch.Tensor):
+        if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool:
+            raise TypeError(f"{where}: expected integers, got a {value.dtype} tensor")
+        if value.ndim != 1:
+            raise ValueError(f"{where}: expected 1-D [sequence], got shape {tuple(value.shape)}")
+        if value.dtype == torch.uint64 and value.numel() and int(value.max()) > _INT64_MAX:
+            raise ValueError(f"{where}: holds {int(value.max())}, outside the int64 range")
+        return value.to(torch.int64)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "iu":
+            raise TypeError(f"{where}: expected integers, got a {value.dtype} array")
+        if value.ndim != 1:
+            raise ValueError(f"{where}: expected 1-D [sequence], got shape {value.shape}")
+        if value.dtype.kind == "u" and value.size and int(value.max()) > _INT64_MAX:
+            raise ValueError(f"{where}: holds {int(value.max())}, outside the int64 range")
+        return value.astype(np.int64, copy=False)
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{where}: expected a 1-D list, numpy array or tensor of integers, got {type(value).__name__}")
+    kinds = set(map(type, value))
+    for kind in kinds:
+        if issubclass(kind, (list, tuple)):
+            raise ValueError(f"{where}: expected 1-D [sequence], got a nested {kind.__name__}")
+    for kind in kinds:
+        if not _integer_type(kind):
+            raise TypeError(f"{where}: expected integers, got an element of type {kind.__name__}")
+    try:
+        return np.asarray(value, dtype=np.int64)
+    except OverflowError:
+        raise ValueError(f"{where}: holds a value outside the int64 range") from None
+
+
+def _check_options(
+    ignore_index: Any,
+    mask_segment_starts: Any,
+    allow_cross_document_attention: Any,
+    output_format: Any,
+    pad_to_length: Any,
+    pad_token_id: Any,
+) -> None:
+    """[ctb-option-types], [types-output-format], [unpacked-errors] items 1-4."""
+    check_output_format(output_format)
+    if not _is_int(ignore_index):
+        raise TypeError(f"ignore_index: expected an int, got {type(ignore_index).__name__} {ignore_index!r}")
+    for name, flag in (
+        ("mask_segment_starts", mask_segment_starts),
+        ("allow_cross_document_attention", allow_cross_document_attention),
+    ):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name}: expected a bool, got {type(flag).__name__} {flag!r}")
+    if pad_to_length is None:
+        return
+    if not _is_int(pad_to_length):
+        raise TypeError(f"pad_to_length: expected an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}")
+    if pad_to_length < 2:
+        raise ValueError(f"pad_to_length: expected >= 2 unshifted tokens, got {pad_to_length}")
+    if pad_token_id is None:
+        raise ValueError("pad_token_id: required with pad_to_length, got None")
+    if not _is_int(pad_token_id):
+        raise TypeError(f"pad_token_id: expected an int, got {type(pad_token_id).__name__} {pad_token_id!r}")
+
+
+class _Rows:
+    """What the one pass over the records collects."""
+
+    def __init__(self) -> None:
+        self.tokens: list[Any] = []  # per record: int64 ndarray or tensor
+        self.positions: list[Any] = []  # per record with positions
+        self.with_positions: list[int] = []  # their record indices
+        self.lengths: list[int] = []
+        self.padding: list[int] = []
+
+
+def _read_records(records: Any) -> _Rows:
+    """The one pass over the B record objects [ctb-token-field, ctb-packed-needs-positions,
+    ctb-extra-payload-ignored, ctb-input-errors] items 3-6, 9, 11, 12."""
+    rows = _Rows()
+    for index, record in enumerate(records):
+        payload = record.payload
+        field = next((name for name in TOKEN_FIELD_CANDIDATES if name in payload), None)
+        if field is None:
+            raise ValueError(
+                f"sample_batch record {index}: no token field; expected one of {list(TOKEN_FIELD_CANDIDATES)}, "
+                f"payload keys {sorted(payload)}"
+            )
+        tokens = _ingest(payload[field], field, index)
+        length = int(tokens.shape[0])
+        if length == 0:
+            raise ValueError(f"sample_batch record {index}: field {field} holds no token")
+        if "positions" in payload:
+            positions = _ingest(payload["positions"], "positions", index)
+            if positions.shape[0] != length:
+                raise ValueError(
+                    f"sample_batch record {index}: positions has length {positions.shape[0]}, "
+                    f"the token field {field} has length {length}"
+                )
+            rows.positions.append(positions)
+            rows.with_positions.append(index)
+        else:
+            packing = record.meta.tags.get("_packing_metadata") or {}
+            if (packing.get("num_sequences") or 1) > 1:
+                raise ValueError(
+                    f"sample_batch record {index}: packs {packing['num_sequences']} sequences "
+                    "(meta _packing_metadata) but has no positions to find their boundaries"
+                )
+        padding = record.meta.padding_length
+        if padding is None:
+            padding = 0
+        if not _is_int(padding):
+            raise TypeError(f"sample_batch record {index}: padding_length must be an int or None, got {padding!r}")
+        if not 0 <= padding < length:
+            raise ValueError(
+                f"sample_batch record {index}: padding_length {padding} is outside [0, {length - 1}] "
+                f"(length {length}; a row keeps at least one real token)"
+            )
+        rows.tokens.append(tokens)
+        rows.lengths.append(length)
+        rows.padding.append(padding)
+    return rows
+
+
+def _device_of(fields: list[Any]) -> torch.device:
+    """[tb-device]: the token fields' device when every one is a tensor on one device, else CPU."""
+    devices = {field.device for field in fields if isinstance(field, torch.Tensor)}
+    if len(devices) == 1 and all(isinstance(field, torch.Tensor) for field in fields):
+        return devices.pop()
+    return torch.device("cpu")
+
+
+def _as_batch(fields: list[Any], device: torch.device) -> torch.Tensor:
+    """The fields concatenated into one new int64 tensor on ``device`` (never a view of an
+    input)."""
+    parts = [torch.from_numpy(f) if isinstance(f, np.ndarray) else f for f in fields]
+    flat = torch.cat([part.to(device) for part in parts]) if len(parts) > 1 else parts[0].to(device, copy=True)
+    return flat
+
+
+def _place(flat: torch.Tensor, lengths: torch.Tensor, batch: int, width: int, fill: torch.Tensor) -> torch.Tensor:
+    """Rows of ``lengths`` tokens, concatenated in ``flat``, left-aligned into ``fill``
+    (``[batch, width]``, modified and returned)."""
+    rows = torch.repeat_interleave(torch.arange(batch, device=flat.device), lengths)
+    starts = torch.cumsum(lengths, 0) - lengths
+    columns = torch.arange(flat.shape[0], device=flat.device) - torch.repeat_interleave(starts, lengths)
+    fill[rows, columns] = flat
+    return fill
+
+
+def convert_text_batch(
+    sample_batch: Any,
+    packing_contract: PackedSequenceContract,
+    ignore_index: int,
+    mask_segment_starts: bool,
+    allow_cross_document_attention: bool,
+    output_format: str = "batched",
+    pad_to_length: int | None = None,
+    pad_token_id: int | None = None,
+) -> dict:
+    """Collate text rows into a ``TrainingBatch``, vectorized over the whole batch.
+
+    Implements [ctb-token-field, ctb-positions, ctb-boundaries-from-zeros,
+    ctb-packed-needs-positions, ctb-extra-payload-ignored, ctb-shift, ctb-padding-labels,
+    ctb-padding-mask, ctb-cross-document-targets, ctb-segment-starts, ctb-document-ids,
+    ctb-attention-ids, ctb-xdoc, ctb-selected-ids, ctb-output-route, ctb-ignore-index,
+    ctb-option-types, ctb-no-mutation, ctb-input-errors, unpacked-padding, unpacked-same-route,
+    unpacked-errors, unpacked-pad-token-only-with-length, batched-packed-seq-ids,
+    batched-block-causal, batched-document-ids-mask, batched-metadata, thd-lengths,
+    thd-qkv-format, xdoc-contract, tb-shapes, tb-dtypes, tb-keys, tb-device, tb-no-aliasing,
+    contract-no-revalidation].
+
+    Args:
+        sample_batch: a ``zephon.SampleBatch`` of B records: an unshifted 1-D integer token
+            field of length L (a list, numpy array or tensor), optional ``positions`` [L],
+            ``meta.padding_length``. Never modified.
+        packing_contract: mask type and metadata request (batched output), optional
+            ``max_sequence_length`` (xdoc); read, not re-validated.
+        ignore_index: the value of masked labels.
+        mask_segment_starts: also mask labels whose target starts a subdocument.
+        allow_cross_document_attention: join each row's subdocuments (xdoc).
+        output_format: ``"batched"`` or ``"thd"``.
+        pad_to_length: unpacked route: right-pad every row to this many unshifted tokens.
+        pad_token_id: that route's pad token; ignored without ``pad_to_length``.
+
+    Returns:
+        A new dict, S = L - 1 (or ``pad_to_length - 1``): int64 ``input_ids``, ``labels``,
+        ``position_ids``, ``document_ids``, ``attention_document_ids`` and bool
+        ``padding_mask``, all ``[B, S]``; batched output adds int64 ``_packed_seq_ids``
+        ``[B, S]``, ``attention_mask`` (bool ``[B, 1, S, S]`` or int64 ``[B, S]``) and, on
+        request, int64 ``packed_token_indices`` ``[B, S]``, int32 ``cu_seqlens``
+        ``[B, max id + 1]`` and int ``max_seqlen``; THD output adds int64 ``seq_lens`` and
+        ``seq_lens_padded`` ``[B, max spans]`` and ``qkv_format = "thd"``. Tensors are on the
+        token fields' device when every record's token field is a tensor on one device, else
+        on the CPU.
+
+    Raises:
+        TypeError: a mistyped option, ``sample_batch`` without records, a non-integer field,
+            a non-int ``padding_length``.
+        ValueError: no record; a record without a token field or with no token; a field that
+            is not 1-D or holds a value outside int64; positions of another length, not
+            starting at 0, or negative; a bad ``padding_length``; rows of different lengths;
+            rows shorter than 2; a record longer than ``pad_to_length``; a packed record
+            without positions; a translated position ``>= max_sequence_length`` (xdoc).
+    """
+    _check_options(
+        ignore_index, mask_segment_starts, allow_cross_document_attention, output_format, pad_to_length, pad_token_id
+    )
+    records = getattr(sample_batch, "records", None)
+    if records is None:
+        raise TypeError(f"sample_batch: expected a zephon.SampleBatch with records, got {type(sample_batch).__name__}")
+    if len(records) == 0:
+        raise ValueError("sample_batch holds no record")
+    rows = _read_records(records)
+    batch = len(rows.lengths)
+
+    # Row length after the unpacked route's padding [unpacked-padding, ctb-input-errors] 7, 8.
+    if pad_to_length is not None:
+        for index, length in enumerate(rows.lengths):
+            if length > pad_to_length:
+                raise ValueError(
+                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
+                )
+        width = pad_to_length
+    else:
+        if len(set(rows.lengths)) != 1:
+            raise ValueError(f"sample_batch rows have different lengths {rows.lengths} and no pad_to_length is given")
+        width = rows.lengths[0]
+        if width < 2:
+            raise ValueError(f"sample_batch record 0: length {width}, but rows need at least 2 tokens to shift")
+
+    device = _device_of(rows.tokens)
+    sequence = width - 1
+    same_length = all(length == width for length in rows.lengths)
+    lengths = torch.tensor(rows.lengths, device=device)
+    # First pad index of each row (unshifted): the padding suffix, grown by pad_to_length.
+    first_pad = lengths - torch.tensor(rows.padding, device=device)
+
+    tokens_flat = _as_batch(rows.tokens, device)
+    if same_length:
+        tokens = tokens_flat.view(batch, width)
+    else:
+        fill = torch.full((batch, width), pad_token_id, dtype=torch.int64, device=device)
+        tokens = _place(tokens_flat, lengths, batch, width, fill)
+
+    # Positions [ctb-positions, unpacked-padding]: a record without positions counts 0.. over
+    # its real tokens and restarts at 0 over its pad tail; the unpacked route's appended pad
+    # tokens continue that tail. Given positions then overwrite their rows' front.
+    columns = torch.arange(width, device=device)
+    reads: list[torch.Tensor] = []
+    if len(rows.with_positions) == batch and same_length:
+        positions = _as_batch(rows.positions, device).view(batch, width)
+        given = slice(None)
+    else:
+        positions = torch.where(columns >= first_pad[:, None], columns - first_pad[:, None], columns)
+        given = torch.tensor(rows.with_positions, dtype=torch.int64, device=device)
+        if rows.with_positions:
+            given_lengths = lengths[given]
+            flat = _as_batch(rows.positions, device)
+            placed = _place(flat, given_lengths, len(rows.with_positions), width, positions[given])
+            positions[given] = placed
+    # [ctb-input-errors] 10, read back with the outputs' host values below.
+    bad_start = torch.zeros(batch, dtype=torch.bool, device=device)
+    negative = torch.zeros(batch, dtype=torch.bool, device=device)
+    bad_start[given] = positions[given, 0] != 0
+    negative[given] = (positions[given] < 0).any(dim=1)
+    reads += [bad_start, negative]
+
+    # Shift, labels, masks, document ids [ctb-shift .. ctb-document-ids].
+    index = columns[:sequence]
+    input_ids = tokens[:, :sequence].clone()
+    targets = tokens[:, 1:]
+    target_is_padding = (index + 1) >= first_pad[:, None]
+    if mask_segment_starts:
+        target_is_padding = target_is_padding | (positions[:, 1:] == 0)
+    labels = torch.where(target_is_padding, ignore_index, targets)
+    padding_mask = index >= first_pad[:, None]
+    position_ids = positions[:, :sequence].clone()
+    document_ids = torch.where(padding_mask, 0, (position_ids == 0).cumsum(dim=1))
+    selected = document_ids.clone()  # [ctb-attention-ids]
+
+    if allow_cross_document_attention:  # [ctb-xdoc] via enable_xdoc_attention's semantics
+        translated = document_ids > 0
+        position_ids = xdoc_positions(position_ids[None], document_ids, translated, sequence + 1)[0]
+        selected = translated.to(torch.int64)
+        bound = getattr(packing_contract, "max_sequence_length", None)
+        if _is_int(bound):
+            reads.append(torch.where(translated, position_ids, -1).amax()[None])
+
+    out: dict[str, Any] = {
+        "input_ids": input_ids,
+        "labels": labels,
+        "position_ids": position_ids,
+        "padding_mask": padding_mask,
+        "document_ids": document_ids,
+        "attention_document_ids": selected,
+    }
+    # The output route, from the selected ids [ctb-selected-ids, ctb-output-route].
+    wants_metadata = output_format == "batched" and contract_requests_metadata(packing_contract)
+    if output_format == "thd" or wants_metadata:
+        counts, spans = monotone_row_spans(selected)
+        reads.append(spans.amax()[None])
+        if wants_metadata:
+            reads.append(counts[:, 1:].amax()[None])
+
+    # The one host read: validation flags, then the values shapes and ints need.
+    values = torch.cat([r.to(torch.int64) for r in reads]).tolist()
+    flags_start, flags_negative, rest = values[:batch], values[batch : 2 * batch], values[2 * batch :]
+    if any(flags_start):
+        raise ValueError(f"sample_batch record {flags_start.index(1)}: positions must start at 0")
+    if any(flags_negative):
+        raise ValueError(f"sample_batch record {flags_negative.index(1)}: positions must be >= 0")
+    if allow_cross_document_attention and _is_int(getattr(packing_contract, "max_sequence_length", None)):
+        largest, rest = rest[0], rest[1:]
+        if largest >= packing_contract.max_sequence_length:
+            raise xdoc_bound_error(largest, packing_contract.max_sequence_length)
+
+    if output_format == "thd":
+        seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])
+        out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
+        return out
+    out["_packed_seq_ids"] = selected.clone()
+    mask_type = packing_contract.packed_mask_type
+    if mask_type == "block_causal":
+        out["attention_mask"] = block_causal_mask(selected)
+    elif mask_type == "document_ids":
+        out["attention_mask"] = selected.clone()
+    else:
+        raise ValueError(f"packing_contract.packed_mask_type {mask_type!r} is not block_causal or document_ids")
+    if wants_metadata:
+        largest_id, max_seqlen = rest
+        out.update(metadata_from_spans(selected, counts, spans, max(1, largest_id) + 1))
+        out["max_seqlen"] = int(max_seqlen)
+    return out
