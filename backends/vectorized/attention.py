@@ -162,12 +162,12 @@ def enable_xdoc_attention(batch: dict, packing_contract: Any) -> dict:
     distinct, ranks = torch.unique(document_ids, sorted=True, return_inverse=True)
     shifted = xdoc_positions(positions, ranks, translated, distinct.numel())
     reads = [(positions < 0).any().to(torch.int64)]
-    if bound is not None:
+    if bound is not None and shifted.numel():
         reads.append(torch.where(translated[None], shifted, -1).max())
     values = torch.stack(reads).tolist()
     if values[0]:
         raise ValueError("position_ids: every position must be >= 0 (subdocument-local coordinates)")
-    if bound is not None and values[1] >= bound:
+    if len(values) > 1 and values[1] >= bound:
         raise xdoc_bound_error(values[1], bound)
 
     batch["attention_document_ids"] = (attention_document_ids > 0).to(torch.int64)

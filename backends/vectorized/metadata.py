@@ -1,12 +1,15 @@
 """``get_unpad_data`` and ``build_packed_sequence_metadata`` as whole-batch tensor work.
 
-Neither function loops over rows, documents or tokens, and each reads the device once (one
-``.tolist()`` of a handful of scalars: the largest id, which decides a shape, and
-``max_seqlen``, which is a Python ``int``). Both accept any mask the clauses define, including
-masks outside the id order of [unpad-precondition]: a per-row sort puts every id's tokens
-together, so ``[[1, 2, 1]]`` gives ``cu_seqlens [0, 2, 3]`` as the clause requires.
-``monotone_row_spans`` is the cheaper path ``convert_text_batch`` uses on the ids it builds
-itself, which satisfy the precondition by construction.
+Neither function loops over rows, documents or tokens. The span lengths come from one table of
+token counts per (row, id), ``[B, max id + 1]``, built by one ``bincount``: its row-major order
+is exactly the (row, id) order of [unpad-indexed], whatever the order of the ids along a row
+(``[[1, 2, 1]]`` gives ``cu_seqlens [0, 2, 3]`` as [unpad-precondition] requires), and its
+cost does not depend on how many documents a row holds. The table's width is the largest id,
+which the output's shape needs anyway (``build_packed_sequence_metadata``'s ``cu_seqlens`` is
+``[B, max id + 1]``); ``get_unpad_data`` falls back to a per-row sort only for ids far beyond the
+sequence length. Each function reads the device twice: the largest id (a shape) and the sizes
+and ``max_seqlen`` (a Python ``int``). ``monotone_row_spans`` is the one-read path
+``convert_text_batch`` uses on the ids it builds itself.
 """
 
 from __future__ import annotations
@@ -39,15 +42,17 @@ def _span_ends(keys: torch.Tensor) -> torch.Tensor:
     return ends
 
 
-def _span_keys(attention_mask: torch.Tensor, binary: torch.Tensor) -> torch.Tensor:
-    """int64 ``[B, S]`` span keys, sorted along each row: a binary row (``binary`` True, bool
-    broadcastable to ``[B, 1]``) is one span of key 1 over its nonzero entries [unpad-binary];
-    an indexed row keeps its positive ids (zero and negative entries are in no span)
-    [unpad-indexed]. Sorting groups each id's tokens, so the spans come in (row, id) order."""
+def _count_table(attention_mask: torch.Tensor, binary: torch.Tensor, width: int) -> torch.Tensor:
+    """int64 ``[B, width]``: ``table[b, k]`` counts the tokens of span key ``k`` in row ``b``
+    (column 0: tokens in no span). A binary row (``binary`` True, bool broadcastable to
+    ``[B, 1]``) counts every nonzero entry under key 1 [unpad-binary]; an indexed row counts each
+    positive id under itself, zero and negative entries under 0 [unpad-indexed]. Keys must be
+    below ``width``."""
+    batch = attention_mask.shape[0]
     nonzero = attention_mask != 0
-    ids = attention_mask.to(torch.int64).clamp(min=0)
-    keys = torch.where(binary, nonzero.to(torch.int64), ids)
-    return keys.sort(dim=1).values
+    keys = torch.where(binary, nonzero.to(torch.int64), attention_mask.to(torch.int64).clamp(min=0))
+    rows = torch.arange(batch, device=attention_mask.device)[:, None] * width
+    return torch.bincount((keys + rows).flatten(), minlength=batch * width).view(batch, width)
 
 
 def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -72,27 +77,33 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     nonzero = attention_mask != 0
     is_bool = attention_mask.dtype == torch.bool
     largest = nonzero.any().to(torch.int64) if is_bool else attention_mask.max().to(torch.int64)
-    # The route is global: binary when the largest value is <= 1.
-    keys = _span_keys(attention_mask, largest <= 1)
-    ends = _span_ends(keys)
-    counted = keys > 0
-    # In the row-major stream of sorted keys, the running count of counted tokens at a span's
-    # end is exactly its cu_seqlens entry; its length is that minus the previous span end's.
-    cumulative = counted.flatten().cumsum(0)
-    flat_ends = ends.flatten()
-    end_totals = torch.where(flat_ends, cumulative, 0)
-    previous = torch.cat([end_totals.new_zeros(1), end_totals.cummax(0).values[:-1]])
-    span_lengths = torch.where(flat_ends, cumulative - previous, 0)
-    any_valid, tokens, spans, max_seqlen = torch.stack(
-        [nonzero.any().to(torch.int64), nonzero.sum(), flat_ends.sum(), span_lengths.max()]
-    ).tolist()
+    any_valid, largest, tokens = torch.stack([nonzero.any().to(torch.int64), largest, nonzero.sum()]).tolist()
     if not any_valid:
         raise _no_valid_token()
+    binary = is_bool or largest <= 1  # the route is global [unpad-binary]
+    width = 2 if binary else largest + 1
+    if width <= 2 * attention_mask.shape[1] + 2:
+        table = _count_table(attention_mask, torch.tensor(binary, device=attention_mask.device), width)
+        lengths = table[:, 1:].flatten()  # (row, id) order
+    else:  # ids far beyond the row length: sort each row so each id's tokens are adjacent
+        lengths = _sorted_span_lengths(attention_mask)
+    present = lengths > 0
+    spans, max_seqlen = torch.stack([present.sum(), lengths.max()]).tolist()
     indices = torch.nonzero_static(nonzero.flatten(), size=tokens).flatten()
-    end_positions = torch.nonzero_static(flat_ends, size=spans).flatten()
     cu_seqlens = torch.zeros(spans + 1, dtype=torch.int32, device=attention_mask.device)
-    cu_seqlens[1:] = cumulative[end_positions]
+    cu_seqlens[1:] = lengths[torch.nonzero_static(present, size=spans).flatten()].cumsum(0)
     return indices, cu_seqlens, int(max_seqlen)
+
+
+def _sorted_span_lengths(attention_mask: torch.Tensor) -> torch.Tensor:
+    """int64 ``[B * S]``: the indexed route's span lengths in (row, id) order at each span's
+    last token of the row sorted by id, 0 elsewhere (for ids too large for a count table)."""
+    keys = attention_mask.to(torch.int64).clamp(min=0).sort(dim=1).values
+    ends = _span_ends(keys)
+    running = (keys > 0).cumsum(dim=1)
+    end_totals = torch.where(ends, running, 0)
+    previous = torch.cat([end_totals.new_zeros(keys.shape[0], 1), end_totals.cummax(dim=1).values[:, :-1]], dim=1)
+    return torch.where(ends, running - previous, 0).flatten()
 
 
 def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
@@ -118,36 +129,34 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
     batch, sequence = attention_mask.shape
     device = attention_mask.device
     nonzero = attention_mask != 0
-    columns = torch.arange(sequence, device=device)
-    packed_token_indices = torch.where(nonzero, columns, -1)
-
+    packed_token_indices = torch.where(nonzero, torch.arange(sequence, device=device), -1)
     if attention_mask.dtype == torch.bool:
         row_binary = torch.ones(batch, 1, dtype=torch.bool, device=device)
         largest = nonzero.any().to(torch.int64)
     else:
-        row_binary = attention_mask.amax(dim=1, keepdim=True) <= 1
+        row_binary = attention_mask.amax(dim=1, keepdim=True) <= 1  # decided per row [meta-cu-seqlens]
         largest = attention_mask.max().to(torch.int64)
-    keys = _span_keys(attention_mask, row_binary)
-    ends = _span_ends(keys)
-    running = (keys > 0).cumsum(dim=1)  # tokens counted so far along the (sorted) row
-    end_totals = torch.where(ends, running, 0)
-    previous = torch.cat([end_totals.new_zeros(batch, 1), end_totals.cummax(dim=1).values[:, :-1]], dim=1)
-    max_seqlen_t = torch.where(ends, running - previous, 0).max()
-    any_valid, largest_id, max_seqlen = torch.stack([nonzero.any().to(torch.int64), largest, max_seqlen_t]).tolist()
+    any_valid, largest = torch.stack([nonzero.any().to(torch.int64), largest]).tolist()
     if not any_valid:
         raise _no_valid_token()
 
-    width = max(1, largest_id) + 1
-    # Each span end writes its running total into column (its span number within the row);
-    # every other token writes into one spare slot past the end, dropped afterwards.
-    column = ends.cumsum(dim=1)
+    width = max(1, largest) + 1  # the output's width: the largest id + 1
+    lengths = _count_table(attention_mask, row_binary, width)[:, 1:]  # [B, width - 1], (row, id) order
+    present = lengths > 0
+    # Each present span writes its running total into the next free column of its row; absent
+    # ids write into one spare slot past the end, dropped afterwards.
+    column = present.cumsum(dim=1)
     rows = torch.arange(batch, device=device)[:, None]
-    target = torch.where(ends, rows * width + column, batch * width)
+    target = torch.where(present, rows * width + column, batch * width)
     flat = torch.full((batch * width + 1,), -1, dtype=torch.int32, device=device)
-    flat.scatter_(0, target.flatten(), running.flatten().to(torch.int32))
+    flat.scatter_(0, target.flatten(), lengths.cumsum(dim=1).flatten().to(torch.int32))
     cu_seqlens = flat[:-1].view(batch, width)
     cu_seqlens[:, 0] = 0
-    return {"packed_token_indices": packed_token_indices, "cu_seqlens": cu_seqlens, "max_seqlen": int(max_seqlen)}
+    return {
+        "packed_token_indices": packed_token_indices,
+        "cu_seqlens": cu_seqlens,
+        "max_seqlen": int(lengths.max()),
+    }
 
 
 def monotone_row_spans(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

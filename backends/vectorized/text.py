@@ -60,8 +60,9 @@ def _ingest(value: Any, field: str, record: int) -> torch.Tensor | np.ndarray:
             raise TypeError(f"{where}: expected integers, got a {value.dtype} tensor")
         if value.ndim != 1:
             raise ValueError(f"{where}: expected 1-D [sequence], got shape {tuple(value.shape)}")
-        if value.dtype == torch.uint64 and value.numel() and int(value.max()) > _INT64_MAX:
-            raise ValueError(f"{where}: holds {int(value.max())}, outside the int64 range")
+        if value.dtype in (torch.uint16, torch.uint32, torch.uint64):
+            # torch barely supports the wide unsigned types (no max on CPU): read them as numpy.
+            return _ingest(value.cpu().numpy(), field, record)
         return value.to(torch.int64)
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "iu":
