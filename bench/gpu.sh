@@ -1,30 +1,51 @@
 #!/usr/bin/env bash
-# The GPU run: the whole conformance suite against the `vectorized` backend with every tensor
-# input of the tensor functions (and every tensor payload of a SampleBatch) on CUDA. The
-# multi-rank scenarios run on CPU whatever --device says, here through torch.distributed only.
+# The GPU run, one prepared script for a lent GPU machine (no network needed there):
+#   1. the whole conformance suite against `vectorized` with every tensor input of the tensor
+#      functions (and every tensor payload of a SampleBatch) on CUDA; the multi-rank scenarios
+#      run on CPU whatever --device says, here through torch.distributed only;
+#   2. the GPU benchmarks of `vectorized` beside its comparators (tensor payloads live on the
+#      GPU; pipeline payloads are lists, whose conversion is CPU work by [tb-device]), at 8x8192
+#      and 64x32768, with the HBM copy floor measured in the same run;
+#   3. bench/report.py's table and plots.
+# Each step writes its results to OUTDIR as it finishes and has its own time limit, so a failed
+# or slow step does not lose the others; the whole script stays under 6 minutes.
 #
-# Needs a CUDA build of torch, pytest, hypothesis, numpy, safetensors, tokenizers and
-# zephon==0.2.0 with its dependencies. On an offline machine, put the missing wheels in .whl/
-# first (e.g. `pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl
-# zephon==0.2.0 optree tenacity backports.zstd` for that machine's platform); they are installed
-# into a scratch folder, never over the machine's own packages.
+# Needs a CUDA build of torch, pytest, hypothesis, numpy, safetensors, tokenizers, matplotlib,
+# pytest-benchmark and zephon==0.2.0 with its dependencies. On an offline machine put the missing
+# wheels in .whl/ beforehand (e.g. `pip download --no-deps --only-binary=:all: --python-version
+# 3.12 -d .whl zephon==0.2.0 optree tenacity backports.zstd` for that machine's platform); they
+# are installed into a scratch folder, never over the machine's own packages.
 #
-# Usage: bash bench/gpu.sh [extra pytest arguments]; reports go to $OUT (default reports/gpu).
-set -euo pipefail
+# Usage: bash bench/gpu.sh [OUTDIR]   (default: $OUT, else reports/gpu)
+# Off a GPU, BATCHSPEC_GPU_DEVICE=cpu (and e.g. BATCHSPEC_GPU_SHAPES=8x4096) runs the same steps
+# on the CPU, to test the script.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+out=${1:-${OUT:-reports/gpu}}
+device=${BATCHSPEC_GPU_DEVICE:-cuda}
+shapes=${BATCHSPEC_GPU_SHAPES:-8x8192,64x32768}
+mkdir -p "$out"
 if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/batchspec-site .whl/*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/batchspec-site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/batchspec-site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-out=${OUT:-reports/gpu}
-mkdir -p "$out"
-python3 - <<'PY'
-import torch, zephon
-assert torch.cuda.is_available(), "bench/gpu.sh needs CUDA: torch.cuda.is_available() is False"
-print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}, zephon {zephon.__version__}")
+python=${PYTHON:-python3}
+$python - "$device" <<'PY' 2>&1 | tee "$out/machine.txt" || exit 1
+import sys, torch, zephon
+device = sys.argv[1]
+assert device == "cpu" or torch.cuda.is_available(), "bench/gpu.sh needs CUDA: torch.cuda.is_available() is False"
+name = torch.cuda.get_device_name() if device != "cpu" else "cpu"
+print(f"torch {torch.__version__} on {name}, zephon {zephon.__version__}")
 PY
-set -o pipefail
-python3 -m pytest conformance -p no:cacheprovider --backend=vectorized --device=cuda --launcher=torch \
-  --junitxml="$out/conformance-vectorized-cuda.xml" --clause-report="$out/clauses-vectorized-cuda.json" "$@" \
-  2>&1 | tee "$out/conformance-vectorized-cuda.log"
+status=0
+timeout 270 $python -m pytest conformance -p no:cacheprovider -q --backend=vectorized --device="$device" \
+  --launcher=torch --junitxml="$out/conformance-vectorized.xml" --clause-report="$out/clauses-vectorized.json" \
+  >"$out/conformance-vectorized.log" 2>&1 || status=1
+tail -3 "$out/conformance-vectorized.log"
+timeout 150 $python -m pytest bench -p no:cacheprovider -q --backend=vectorized --device="$device" \
+  --bench-shapes="$shapes" --benchmark-max-time=0.2 --benchmark-json="$out/bench.json" \
+  >"$out/bench.log" 2>&1 || status=1
+tail -3 "$out/bench.log"
+[ -f "$out/bench.json" ] && { $python bench/report.py "$out/bench.json" --out "$out" || status=1; }
+exit $status

@@ -23,18 +23,13 @@ class SuiteRun:
 
 
 def _command(tmp_dir: Path, args: tuple[str, ...]) -> tuple[list[str], Path, Path]:
+    """The pytest command line; a conformance run (not ``pytest bench``) also writes the
+    clause report."""
     junit = tmp_dir / "junit.xml"
     report = tmp_dir / "clauses.json"
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        *args,
-        "-p",
-        "no:cacheprovider",
-        f"--junitxml={junit}",
-        f"--clause-report={report}",
-    ]
+    command = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", f"--junitxml={junit}"]
+    if not args or args[0] != "bench":
+        command.append(f"--clause-report={report}")
     return command, junit, report
 
 

@@ -1,5 +1,5 @@
-"""Fixtures of the project's own tests: the long conformance runs (the whole suite against the
-reference, and against the ``vectorized`` backend), each run once per session.
+"""Fixtures of the project's own tests: the long runs (the whole conformance suite against the
+reference, and against the ``vectorized`` backend; bench/'s smoke run), each run once per session.
 
 Both start in background processes as soon as collection shows a test that needs them, so they
 run on the second core while the other tests run; a fixture waits for its run only when a test
@@ -17,6 +17,8 @@ from _suite import BackgroundRun, SuiteRun
 RUNS = {
     "reference_run": ("conformance", "--backend=reference"),
     "vectorized_run": ("conformance", "--backend=vectorized", "--ignore=conformance/test_multirank.py"),
+    # bench/'s smoke run: every workload once, untimed, at the smallest shape (README, "Benchmarks")
+    "bench_smoke_run": ("bench", "--backend=vectorized", "--benchmark-disable", "--bench-shapes=8x4096"),
 }
 _started: dict[str, BackgroundRun] = {}
 
@@ -49,3 +51,9 @@ def reference_run(tmp_path_factory) -> SuiteRun:
 def vectorized_run(tmp_path_factory) -> SuiteRun:
     """The conformance suite against the vectorized backend (multi-rank scenarios left out)."""
     return _run("vectorized_run", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def bench_smoke_run(tmp_path_factory) -> SuiteRun:
+    """``pytest bench`` with every workload run once, untimed (``--benchmark-disable``)."""
+    return _run("bench_smoke_run", tmp_path_factory)

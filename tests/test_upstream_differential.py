@@ -8,7 +8,7 @@ Where upstream raises, the reference must raise the same exception type with the
 message. Outputs only: upstream's input mutation (decision D-6) is checked separately, at the
 end of this file, as a deliberate deviation.
 
-Upstream is imported by ``tests/_upstream.py``; install it with
+Upstream is imported by ``bench/upstream.py``; install it with
 ``.venv/bin/pip install --no-deps nemo-automodel==0.7.0``. Without it the module is skipped.
 """
 
@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from _upstream import load_upstream
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 import reference
+from bench.upstream import load_upstream
 
 try:
     UPSTREAM_DATUM, UPSTREAM_UTILS = load_upstream()

@@ -1,0 +1,565 @@
+"""Turn a pytest-benchmark JSON file into a Markdown report and PNG plots.
+
+Usage::
+
+    python bench/report.py RESULTS.json [--out DIR]
+
+writes, into ``DIR`` (default: the folder of ``RESULTS.json``):
+
+* ``report.md``: the machine the numbers come from, then one table per benchmark family with one
+  row per (workload, implementation): median time, throughput, speed-up against ``reference``,
+  ``upstream`` and ``zephon.to_training``, distance from the memory floor, operator count,
+  bytes materialised per token and, for block_causal workloads, the bytes of the dense mask;
+* ``throughput.png``: tokens/s of every implementation on every ``convert`` workload, with the
+  memory floor of each workload drawn as tokens/s;
+* ``documents_per_row.png``: median time against documents per row for the ``docs_per_row``
+  family (a flat line means no per-document cost).
+
+A plot without data to draw (no ``convert`` or no ``docs_per_row`` benchmarks) is not written.
+
+The benchmarks' ``extra_info`` carries the schema the harness in ``bench/`` writes: ``workload``,
+``family``, ``implementation``, ``kind`` (``backend``/``comparator``), ``tokens`` or ``items``,
+``shape``, ``route``, ``payload``, ``documents_per_row``, ``ops``, ``bytes_materialised``,
+``floor_bytes``, ``mask_bytes`` and ``peak_memory_bytes``; any of them may be absent or None,
+which leaves its cell blank. ``machine_info["batchspec"]`` may carry the copy bandwidth
+(``copy_bandwidth_bytes_per_s``) the floor time ``floor_bytes / bandwidth`` is computed from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import shlex
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+REPORT_NAME = "report.md"
+THROUGHPUT_PNG = "throughput.png"
+DOCS_PER_ROW_PNG = "documents_per_row.png"
+
+#: Families in the order their tables appear; families not listed follow, sorted by name.
+FAMILY_ORDER = ("convert", "docs_per_row", "metadata", "unpad", "collate", "loader")
+#: Comparators in the order their rows appear (after every backend); others follow, sorted.
+COMPARATOR_ORDER = ("upstream", "zephon.to_training", "hf.DataCollatorWithFlattening", "ingest")
+#: Backends listed first among the backends; others follow, sorted.
+BACKEND_ORDER = ("reference", "vectorized")
+#: Implementations each row's speed-up is computed against: (column header, implementation).
+BASELINES = (("× reference", "reference"), ("× upstream", "upstream"), ("× zephon", "zephon.to_training"))
+#: Keys that may hold the command line the results were produced with.
+COMMAND_KEYS = ("command", "command_line", "cmdline", "argv")
+
+
+# --------------------------------------------------------------------------------------------
+# formatting
+
+
+def _num(value: Any) -> float | None:
+    """``value`` as a finite float, or None (for None, non-numbers, NaN and infinities)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def fmt_sig(value: float | None, digits: int = 3) -> str:
+    """``value`` rounded to ``digits`` significant digits, in plain (not scientific) notation.
+
+    ``fmt_sig(1234.5) == "1230"``, ``fmt_sig(0.0012345) == "0.00123"``, ``fmt_sig(4) == "4.00"``;
+    None gives an empty string.
+    """
+    if value is None:
+        return ""
+    if value == 0:
+        return "0" if digits <= 1 else "0." + "0" * (digits - 1)
+    exponent = math.floor(math.log10(abs(value)))
+    rounded = round(value, digits - 1 - exponent)
+    if rounded != 0 and math.floor(math.log10(abs(rounded))) != exponent:  # 9.996 -> 10.0
+        exponent += 1
+    decimals = max(0, digits - 1 - exponent)
+    return f"{rounded:.{decimals}f}"
+
+
+def fmt_count(value: float | None) -> str:
+    """A count: whole numbers as they are (``"1024"``), others to three significant digits; None -> ``""``."""
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else fmt_sig(value)
+
+
+def fmt_ratio(value: float | None) -> str:
+    """A ratio as ``"4.00×"`` (three significant digits); None gives an empty string."""
+    return "" if value is None else fmt_sig(value) + "×"
+
+
+def fmt_si(value: float | None) -> str:
+    """A rate with a decimal SI prefix and three significant digits: ``"26.2M"``; None -> ``""``."""
+    if value is None:
+        return ""
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor * 0.9995:
+            return fmt_sig(value / factor) + prefix
+    return fmt_sig(value)
+
+
+def fmt_bytes(value: float | None) -> str:
+    """A byte count with a binary prefix and three significant digits: ``"256 MiB"``; None -> ``""``."""
+    if value is None:
+        return ""
+    for factor, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(value) >= factor * 0.9995:
+            return f"{fmt_sig(value / factor)} {unit}"
+    return f"{int(value)} B" if float(value).is_integer() else f"{fmt_sig(value)} B"
+
+
+def _cell(text: str) -> str:
+    """``text`` made safe for a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _natural_key(text: str) -> tuple:
+    """Sort key that orders the digit runs of ``text`` by value (``d=16`` before ``d=128``)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part)
+
+
+# --------------------------------------------------------------------------------------------
+# reading the results
+
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark: a (workload, implementation) pair and what was measured of it."""
+
+    workload: str
+    family: str
+    implementation: str
+    kind: str
+    median_s: float | None
+    tokens: float | None
+    items: float | None
+    shape: str | None
+    route: str | None
+    payload: str | None
+    documents_per_row: float | None
+    ops: float | None
+    bytes_materialised: float | None
+    floor_bytes: float | None
+    mask_bytes: float | None
+    peak_memory_bytes: float | None
+
+    @property
+    def units(self) -> float | None:
+        """What one call processes: tokens, or items where tokens do not apply."""
+        return self.tokens if self.tokens is not None else self.items
+
+    @property
+    def unit_name(self) -> str | None:
+        """``"token"`` or ``"item"``: what :attr:`units` counts (None when neither is known)."""
+        if self.tokens is not None:
+            return "token"
+        return "item" if self.items is not None else None
+
+    @property
+    def throughput(self) -> float | None:
+        """Tokens (or items) per second at the median time."""
+        if self.units is None or not self.median_s:
+            return None
+        return self.units / self.median_s
+
+    @property
+    def bytes_per_unit(self) -> float | None:
+        """Bytes materialised per token (or per item)."""
+        if self.bytes_materialised is None or not self.units:
+            return None
+        return self.bytes_materialised / self.units
+
+    @property
+    def is_block_causal(self) -> bool:
+        """Whether the workload writes a dense block_causal mask."""
+        return self.mask_bytes is not None or "block_causal" in f"{self.workload} {self.route or ''}"
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _kind(implementation: str, declared: Any) -> str:
+    if declared in ("backend", "comparator"):
+        return declared
+    return "comparator" if implementation in COMPARATOR_ORDER else "backend"
+
+
+def parse_rows(results: dict) -> list[Row]:
+    """The benchmarks of a pytest-benchmark results dict as :class:`Row` s.
+
+    A benchmark without the harness's ``extra_info`` still gets a row: its workload falls back to
+    its group or name, its family to ``"other"`` and its implementation to its name.
+    """
+    rows = []
+    for bench in results.get("benchmarks") or []:
+        extra = bench.get("extra_info") or {}
+        stats = bench.get("stats") or {}
+        name = str(bench.get("name") or bench.get("fullname") or "?")
+        workload = str(extra.get("workload") or bench.get("group") or name)
+        implementation = str(extra.get("implementation") or name)
+        rows.append(
+            Row(
+                workload=workload,
+                family=str(extra.get("family") or (workload.split("/")[0] if "/" in workload else "other")),
+                implementation=implementation,
+                kind=_kind(implementation, extra.get("kind")),
+                median_s=_num(stats.get("median")),
+                tokens=_num(extra.get("tokens")),
+                items=_num(extra.get("items")),
+                shape=_str(extra.get("shape")),
+                route=_str(extra.get("route")),
+                payload=_str(extra.get("payload")),
+                documents_per_row=_num(extra.get("documents_per_row")),
+                ops=_num(extra.get("ops")),
+                bytes_materialised=_num(extra.get("bytes_materialised")),
+                floor_bytes=_num(extra.get("floor_bytes")),
+                mask_bytes=_num(extra.get("mask_bytes")),
+                peak_memory_bytes=_num(extra.get("peak_memory_bytes")),
+            )
+        )
+    return rows
+
+
+def implementation_key(implementation: str, kind: str) -> tuple:
+    """Sort key of implementations: backends (``reference`` first), then comparators."""
+    order = BACKEND_ORDER if kind == "backend" else COMPARATOR_ORDER
+    rank = order.index(implementation) if implementation in order else len(order)
+    return (0 if kind == "backend" else 1, rank, implementation)
+
+
+def _row_key(row: Row) -> tuple:
+    return (_natural_key(row.workload), implementation_key(row.implementation, row.kind))
+
+
+def _family_key(family: str) -> tuple:
+    return (FAMILY_ORDER.index(family), "") if family in FAMILY_ORDER else (len(FAMILY_ORDER), family)
+
+
+def bandwidth(results: dict) -> float | None:
+    """The measured copy bandwidth in bytes/s from ``machine_info["batchspec"]``, or None."""
+    info = (results.get("machine_info") or {}).get("batchspec") or {}
+    value = _num(info.get("copy_bandwidth_bytes_per_s"))
+    return value if value and value > 0 else None
+
+
+def floor_seconds(row: Row, workload_floor_bytes: float | None, bandwidth_bytes_per_s: float | None) -> float | None:
+    """The memory-floor time of ``row``: its floor bytes (or its workload's) over the bandwidth."""
+    floor_bytes = row.floor_bytes if row.floor_bytes is not None else workload_floor_bytes
+    if floor_bytes is None or not bandwidth_bytes_per_s:
+        return None
+    return floor_bytes / bandwidth_bytes_per_s
+
+
+def _by_workload(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(row.workload, []).append(row)
+    return groups
+
+
+def _workload_floor_bytes(rows: Sequence[Row]) -> float | None:
+    """A workload's floor bytes: the reference's if it has them, else the first row's that does."""
+    ordered = sorted(rows, key=lambda row: implementation_key(row.implementation, row.kind))
+    return next((row.floor_bytes for row in ordered if row.floor_bytes is not None), None)
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _command_line(results: dict) -> str | None:
+    machine = results.get("machine_info") or {}
+    for source in (machine.get("batchspec") or {}, machine, results.get("commit_info") or {}, results):
+        for key in COMMAND_KEYS:
+            value = source.get(key)
+            if isinstance(value, list | tuple):
+                return shlex.join(str(part) for part in value)
+            if value:
+                return str(value)
+    return None
+
+
+def header_lines(results: dict) -> list[str]:
+    """The report's header: the machine, the software and when and how the numbers were taken."""
+    machine = results.get("machine_info") or {}
+    info = machine.get("batchspec") or {}
+    cpu_info = machine.get("cpu") if isinstance(machine.get("cpu"), dict) else {}
+    cpu = info.get("cpu") or cpu_info.get("brand_raw") or machine.get("processor") or None
+    cores = cpu_info.get("count")
+    bw = bandwidth(results)
+    commit = results.get("commit_info") or {}
+    command = _command_line(results)
+    facts = [
+        ("CPU", f"{cpu} ({cores} cores)" if cpu and cores else cpu),
+        ("device", info.get("device")),
+        ("torch", info.get("torch")),
+        ("torch threads", info.get("torch_threads")),
+        ("copy bandwidth", f"{fmt_sig(bw / 1e9)} GB/s" if bw else None),
+        ("python", machine.get("python_version")),
+        ("date", results.get("datetime")),
+        ("commit", (f"{commit['id']}" + (" (dirty)" if commit.get("dirty") else "")) if commit.get("id") else None),
+        ("pytest-benchmark", results.get("version")),
+    ]
+    lines = ["# batchspec benchmarks", ""]
+    lines += [f"- **{label}**: {value}" for label, value in facts if value not in (None, "")]
+    if command:
+        lines.append(f"- **command**: `{command}`")
+    lines += [
+        "",
+        "Times are medians over the rounds pytest-benchmark ran. `× reference`, `× upstream` and `× zephon` are "
+        "speed-ups: that implementation's median over this row's (above 1 means this row is faster). "
+        "`× floor` is this row's median over the workload's memory-floor time (floor bytes / copy bandwidth): "
+        "how many times slower than only reading and writing the bytes the operation must touch. "
+        "`ops` counts torch operator calls per call, `bytes/token` the bytes of tensors materialised per token "
+        "(per item where tokens do not apply). A blank cell is a value the benchmark did not record.",
+        "",
+    ]
+    return lines
+
+
+def _workload_cell(row: Row) -> str:
+    extras = [part for part in (row.shape, row.route, row.payload) if part and part not in row.workload]
+    return f"`{row.workload}`" + (f" ({', '.join(extras)})" if extras else "")
+
+
+def family_table(family: str, rows: Sequence[Row], bandwidth_bytes_per_s: float | None) -> list[str]:
+    """The Markdown lines of one family's table (a heading, then the table), rows in report order."""
+    rows = sorted(rows, key=_row_key)
+    groups = _by_workload(rows)
+    units = {row.unit_name for row in rows if row.unit_name}
+    unit = units.pop() if len(units) == 1 else None
+    rate_header = f"{unit}s/s" if unit else "per s"
+    bytes_header = f"bytes/{unit}" if unit else "bytes/unit"
+    show_docs = any(row.documents_per_row is not None for row in rows)
+    show_mask = any(row.is_block_causal for row in rows)
+    show_peak = any(row.peak_memory_bytes is not None for row in rows)
+
+    headers = ["workload"] + (["docs/row"] if show_docs else [])
+    headers += ["implementation", "median (ms)", rate_header] + [header for header, _ in BASELINES]
+    headers += ["× floor", "ops", bytes_header] + (["mask bytes"] if show_mask else [])
+    headers += ["peak memory"] if show_peak else []
+    align = ["---" if header in ("workload", "implementation") else "---:" for header in headers]
+    lines = [f"## {family}", "", "| " + " | ".join(headers) + " |", "|" + "|".join(align) + "|"]
+
+    for row in rows:
+        group = groups[row.workload]
+        medians = {}
+        for other in group:  # the first row of each implementation in the workload is its baseline
+            medians.setdefault(other.implementation, other.median_s)
+        floor_s = floor_seconds(row, _workload_floor_bytes(group), bandwidth_bytes_per_s)
+        rate = row.throughput
+        rate_text = fmt_si(rate) if unit or rate is None else f"{fmt_si(rate)} {row.unit_name}s"
+        per_unit = row.bytes_per_unit
+        per_unit_text = fmt_sig(per_unit) if unit or per_unit is None else f"{fmt_sig(per_unit)}/{row.unit_name}"
+        cells = [_workload_cell(row)]
+        cells += [fmt_count(row.documents_per_row)] if show_docs else []
+        cells += [f"`{row.implementation}`", fmt_sig(row.median_s * 1e3 if row.median_s is not None else None)]
+        cells.append(rate_text)
+        for _, baseline in BASELINES:
+            base = medians.get(baseline)
+            cells.append(fmt_ratio(base / row.median_s if base and row.median_s else None))
+        cells.append(fmt_ratio(row.median_s / floor_s if row.median_s and floor_s else None))
+        cells.append("" if row.ops is None else str(int(row.ops)))
+        cells.append(per_unit_text)
+        if show_mask:
+            cells.append(fmt_bytes(row.mask_bytes))
+        if show_peak:
+            cells.append(fmt_bytes(row.peak_memory_bytes))
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return lines + [""]
+
+
+def markdown(results: dict, plots: Sequence[Path] = ()) -> str:
+    """The whole report as Markdown: the header, the plots (linked by file name), one table per family."""
+    rows = parse_rows(results)
+    bw = bandwidth(results)
+    lines = header_lines(results)
+    for plot in plots:
+        lines += [f"![{plot.stem}]({plot.name})", ""]
+    if not rows:
+        lines += ["No benchmarks in the results.", ""]
+    families: dict[str, list[Row]] = {}
+    for row in rows:
+        families.setdefault(row.family, []).append(row)
+    for family in sorted(families, key=_family_key):
+        lines += family_table(family, families[family], bw)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# plots
+
+
+def _colours(implementations: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """One colour per implementation, stable across plots (backends first, as in the tables)."""
+    import matplotlib
+
+    ordered = sorted(set(implementations), key=lambda pair: implementation_key(pair[0], pair[1]))
+    palette = matplotlib.colormaps["tab10" if len(ordered) <= 10 else "tab20"]
+    return {name: palette(index % palette.N) for index, (name, _) in enumerate(ordered)}
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+# The shape throughput.png shows when the results hold it (report.md lists every shape).
+PLOT_SHAPE = "8x8192"
+
+
+def plot_throughput(rows: Sequence[Row], bandwidth_bytes_per_s: float | None, path: Path) -> Path | None:
+    """Grouped bars (log y) of tokens/s per implementation for each ``convert`` workload.
+
+    The memory floor of each workload, as tokens/s, is drawn as a dashed line across its group.
+    Returns ``path``, or None (writing nothing) when no convert benchmark has a throughput.
+    """
+    convert = [row for row in rows if row.family == "convert" and (row.throughput or 0) > 0]
+    if not convert:
+        return None
+    # One shape keeps the chart readable: 8x8192 (every route, both payloads) when it ran.
+    shape = PLOT_SHAPE if any(row.shape == PLOT_SHAPE for row in convert) else None
+    if shape is not None:
+        convert = [row for row in convert if row.shape == shape]
+    colours = _colours((row.implementation, row.kind) for row in rows)
+    groups = _by_workload(sorted(convert, key=_row_key))
+    workloads = list(groups)
+    implementations = sorted(
+        {(row.implementation, row.kind) for row in convert}, key=lambda pair: implementation_key(*pair)
+    )
+    width = 0.8 / len(implementations)
+    fig = Figure(figsize=(max(8.0, 1.1 * len(workloads) * max(1, len(implementations)) / 3 + 3), 6.0))
+    ax = fig.subplots()
+    for index, (implementation, _) in enumerate(implementations):
+        xs, ys = [], []
+        for position, workload in enumerate(workloads):
+            row = next((r for r in groups[workload] if r.implementation == implementation), None)
+            if row is not None:
+                xs.append(position - 0.4 + width * (index + 0.5))
+                ys.append(row.throughput)
+        ax.bar(xs, ys, width=width, label=implementation, color=colours[implementation])
+    floor_label = "memory floor"
+    for position, workload in enumerate(workloads):
+        group = groups[workload]
+        tokens = next((row.tokens for row in group if row.tokens), None)
+        floor_s = floor_seconds(group[0], _workload_floor_bytes(group), bandwidth_bytes_per_s)
+        if tokens and floor_s:
+            ax.hlines(
+                tokens / floor_s, position - 0.45, position + 0.45, colors="black", linestyles="--", label=floor_label
+            )
+            ax.plot([position], [tokens / floor_s], marker="v", color="black")
+            floor_label = None
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(workloads)))
+    ax.set_xticklabels([w.removeprefix("convert/") for w in workloads], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("tokens/s (median)")
+    ax.set_title(
+        f"convert{f' at {shape}' if shape else ''}: throughput per implementation (dashed: memory floor as tokens/s)"
+    )
+    ax.grid(axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_documents_per_row(rows: Sequence[Row], path: Path) -> Path | None:
+    """Median time (ms, log y) against documents per row (log x) for the ``docs_per_row`` family.
+
+    One line per implementation (per implementation and shape/route/payload when the family has
+    more than one of those). Returns ``path``, or None (writing nothing) without data to draw.
+    """
+    points = [
+        row
+        for row in rows
+        if row.family == "docs_per_row" and (row.documents_per_row or 0) > 0 and (row.median_s or 0) > 0
+    ]
+    if not points:
+        return None
+    colours = _colours((row.implementation, row.kind) for row in rows)
+    variants = {(row.shape, row.route, row.payload) for row in points}
+    series: dict[tuple, list[Row]] = {}
+    for row in points:
+        variant = (row.shape, row.route, row.payload) if len(variants) > 1 else ()
+        series.setdefault((row.implementation, row.kind, variant), []).append(row)
+    styles = ["-", "--", ":", "-."]
+    variant_style = {variant: styles[i % len(styles)] for i, variant in enumerate(sorted(variants, key=str))}
+    fig = Figure(figsize=(8.0, 5.5))
+    ax = fig.subplots()
+    for implementation, kind, variant in sorted(series, key=lambda key: (implementation_key(*key[:2]), str(key[2]))):
+        line = sorted(series[(implementation, kind, variant)], key=lambda row: row.documents_per_row)
+        label = implementation + (f" ({'/'.join(part for part in variant if part)})" if variant else "")
+        ax.plot(
+            [row.documents_per_row for row in line],
+            [row.median_s * 1e3 for row in line],
+            marker="o",
+            linestyle=variant_style.get(variant, "-"),
+            color=colours[implementation],
+            label=label,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("documents per row")
+    ax.set_ylabel("median time (ms)")
+    ax.set_title("docs_per_row: median time vs documents per row\n(flat = no per-document cost)")
+    ax.grid(which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+# --------------------------------------------------------------------------------------------
+# entry points
+
+
+def render(results: dict, out_dir: Path) -> list[Path]:
+    """Write ``report.md`` and the plots for ``results`` (a pytest-benchmark JSON dict) into ``out_dir``.
+
+    Returns the paths written: the plots that had data to draw, then ``report.md``.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = parse_rows(results)
+    bw = bandwidth(results)
+    plots = [
+        path
+        for path in (
+            plot_throughput(rows, bw, out_dir / THROUGHPUT_PNG),
+            plot_documents_per_row(rows, out_dir / DOCS_PER_ROW_PNG),
+        )
+        if path is not None
+    ]
+    report = out_dir / REPORT_NAME
+    report.write_text(markdown(results, plots), encoding="utf-8")
+    return [*plots, report]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``report.py RESULTS.json [--out DIR]``; prints the paths written."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="pytest-benchmark JSON (from --benchmark-json=PATH)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: the JSON's folder)")
+    args = parser.parse_args(argv)
+    results = json.loads(args.results.read_text(encoding="utf-8"))
+    for path in render(results, args.out if args.out is not None else args.results.resolve().parent):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
