@@ -42,17 +42,31 @@ def _span_ends(keys: torch.Tensor) -> torch.Tensor:
     return ends
 
 
-def _count_table(attention_mask: torch.Tensor, binary: torch.Tensor, width: int) -> torch.Tensor:
+def _count_table(attention_mask: torch.Tensor, binary: torch.Tensor | None, width: int) -> torch.Tensor:
     """int64 ``[B, width]``: ``table[b, k]`` counts the tokens of span key ``k`` in row ``b``
     (column 0: tokens in no span). A binary row (``binary`` True, bool broadcastable to
     ``[B, 1]``) counts every nonzero entry under key 1 [unpad-binary]; an indexed row counts each
-    positive id under itself, zero and negative entries under 0 [unpad-indexed]. Keys must be
-    below ``width``."""
+    positive id under itself, zero and negative entries under 0 [unpad-indexed]. ``binary=None``
+    says the mask has no negative entry: then every row's keys are its values (a binary row's
+    values are 0 and 1 already), and the table needs no key pass. Keys must be below ``width``."""
     batch = attention_mask.shape[0]
-    nonzero = attention_mask != 0
-    keys = torch.where(binary, nonzero.to(torch.int64), attention_mask.to(torch.int64).clamp(min=0))
+    if binary is None:
+        keys = attention_mask.to(torch.int64)
+    else:
+        nonzero = attention_mask != 0
+        keys = torch.where(binary, nonzero.to(torch.int64), attention_mask.to(torch.int64).clamp(min=0))
     rows = torch.arange(batch, device=attention_mask.device)[:, None] * width
     return torch.bincount((keys + rows).flatten(), minlength=batch * width).view(batch, width)
+
+
+def _extremes(attention_mask: torch.Tensor, nonzero: torch.Tensor) -> tuple[int, int, int]:
+    """``(any valid token, smallest value, largest value)`` read in one host transfer (a bool
+    mask reads as 0/1)."""
+    if attention_mask.dtype == torch.bool:
+        extremes = [nonzero.all().to(torch.int64), nonzero.any().to(torch.int64)]
+    else:
+        extremes = [value.to(torch.int64) for value in torch.aminmax(attention_mask)]
+    return tuple(torch.stack([nonzero.any().to(torch.int64), *extremes]).tolist())
 
 
 def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -75,20 +89,18 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     """
     _check_mask(attention_mask)
     nonzero = attention_mask != 0
-    is_bool = attention_mask.dtype == torch.bool
-    largest = nonzero.any().to(torch.int64) if is_bool else attention_mask.max().to(torch.int64)
-    any_valid, largest, tokens = torch.stack([nonzero.any().to(torch.int64), largest, nonzero.sum()]).tolist()
+    any_valid, smallest, largest = _extremes(attention_mask, nonzero)
     if not any_valid:
         raise _no_valid_token()
-    binary = is_bool or largest <= 1  # the route is global [unpad-binary]
+    binary = attention_mask.dtype == torch.bool or largest <= 1  # the route is global [unpad-binary]
     width = 2 if binary else largest + 1
     if width <= 2 * attention_mask.shape[1] + 2:
-        table = _count_table(attention_mask, torch.tensor(binary, device=attention_mask.device), width)
-        lengths = table[:, 1:].flatten()  # (row, id) order
+        keyed = None if smallest >= 0 else torch.tensor(binary, device=attention_mask.device)
+        lengths = _count_table(attention_mask, keyed, width)[:, 1:].flatten()  # (row, id) order
     else:  # ids far beyond the row length: sort each row so each id's tokens are adjacent
         lengths = _sorted_span_lengths(attention_mask)
     present = lengths > 0
-    spans, max_seqlen = torch.stack([present.sum(), lengths.max()]).tolist()
+    tokens, spans, max_seqlen = torch.stack([nonzero.sum(), present.sum(), lengths.max()]).tolist()
     indices = torch.nonzero_static(nonzero.flatten(), size=tokens).flatten()
     cu_seqlens = torch.zeros(spans + 1, dtype=torch.int32, device=attention_mask.device)
     cu_seqlens[1:] = lengths[torch.nonzero_static(present, size=spans).flatten()].cumsum(0)
@@ -130,15 +142,15 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
     device = attention_mask.device
     nonzero = attention_mask != 0
     packed_token_indices = torch.where(nonzero, torch.arange(sequence, device=device), -1)
-    if attention_mask.dtype == torch.bool:
-        row_binary = torch.ones(batch, 1, dtype=torch.bool, device=device)
-        largest = nonzero.any().to(torch.int64)
-    else:
-        row_binary = attention_mask.amax(dim=1, keepdim=True) <= 1  # decided per row [meta-cu-seqlens]
-        largest = attention_mask.max().to(torch.int64)
-    any_valid, largest = torch.stack([nonzero.any().to(torch.int64), largest]).tolist()
+    any_valid, smallest, largest = _extremes(attention_mask, nonzero)
     if not any_valid:
         raise _no_valid_token()
+    if smallest >= 0:
+        row_binary = None  # no negative entry: each row's values are its keys
+    elif attention_mask.dtype == torch.bool:
+        row_binary = torch.ones(batch, 1, dtype=torch.bool, device=device)
+    else:
+        row_binary = attention_mask.amax(dim=1, keepdim=True) <= 1  # decided per row [meta-cu-seqlens]
 
     width = max(1, largest) + 1  # the output's width: the largest id + 1
     lengths = _count_table(attention_mask, row_binary, width)[:, 1:]  # [B, width - 1], (row, id) order
