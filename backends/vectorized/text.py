@@ -195,9 +195,10 @@ def _as_batch(fields: list[Any], device: torch.device) -> torch.Tensor:
 def _place(flat: torch.Tensor, lengths: torch.Tensor, batch: int, width: int, fill: torch.Tensor) -> torch.Tensor:
     """Rows of ``lengths`` tokens, concatenated in ``flat``, left-aligned into ``fill``
     (``[batch, width]``, modified and returned)."""
-    rows = torch.repeat_interleave(torch.arange(batch, device=flat.device), lengths)
+    total = flat.shape[0]  # known on the host: output_size spares CUDA a device read
+    rows = torch.repeat_interleave(torch.arange(batch, device=flat.device), lengths, output_size=total)
     starts = torch.cumsum(lengths, 0) - lengths
-    columns = torch.arange(flat.shape[0], device=flat.device) - torch.repeat_interleave(starts, lengths)
+    columns = torch.arange(total, device=flat.device) - torch.repeat_interleave(starts, lengths, output_size=total)
     fill[rows, columns] = flat
     return fill
 
