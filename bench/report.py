@@ -156,6 +156,7 @@ class Row:
     floor_bytes: float | None
     mask_bytes: float | None
     peak_memory_bytes: float | None
+    conversion_share: float | None = None  # loader: the share of the time spent in convert_text_batch
 
     @property
     def units(self) -> float | None:
@@ -230,6 +231,7 @@ def parse_rows(results: dict) -> list[Row]:
                 floor_bytes=_num(extra.get("floor_bytes")),
                 mask_bytes=_num(extra.get("mask_bytes")),
                 peak_memory_bytes=_num(extra.get("peak_memory_bytes")),
+                conversion_share=_num(extra.get("conversion_share")),
             )
         )
     return rows
@@ -348,11 +350,13 @@ def family_table(family: str, rows: Sequence[Row], bandwidth_bytes_per_s: float 
     show_docs = any(row.documents_per_row is not None for row in rows)
     show_mask = any(row.is_block_causal for row in rows)
     show_peak = any(row.peak_memory_bytes is not None for row in rows)
+    show_share = any(row.conversion_share is not None for row in rows)
 
     headers = ["workload"] + (["docs/row"] if show_docs else [])
     headers += ["implementation", "median (ms)", rate_header] + [header for header, _ in BASELINES]
     headers += ["× floor", "ops", bytes_header] + (["mask bytes"] if show_mask else [])
     headers += ["peak memory"] if show_peak else []
+    headers += ["conversion share"] if show_share else []
     align = ["---" if header in ("workload", "implementation") else "---:" for header in headers]
     lines = [f"## {family}", "", "| " + " | ".join(headers) + " |", "|" + "|".join(align) + "|"]
 
@@ -380,6 +384,9 @@ def family_table(family: str, rows: Sequence[Row], bandwidth_bytes_per_s: float 
             cells.append(fmt_bytes(row.mask_bytes))
         if show_peak:
             cells.append(fmt_bytes(row.peak_memory_bytes))
+        if show_share:
+            share = row.conversion_share
+            cells.append("" if share is None else f"{100 * share:.0f}%")
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return lines + [""]
 

@@ -279,3 +279,14 @@ def test_command_line_defaults_to_the_json_folder(tmp_path):
 )
 def test_fmt_sig(value, text):
     assert report.fmt_sig(value) == text
+
+
+def test_the_loader_table_shows_the_conversion_share(tmp_path):
+    workload = "loader/corpus/8x8192/8batches"
+    results = {
+        "machine_info": {},
+        "benchmarks": [_bench(workload, "loader", "vectorized", 1.2, items=8, tokens=8 * 65536, conversion_share=0.25)],
+    }
+    report.render(results, tmp_path)
+    row = _tables((tmp_path / "report.md").read_text(encoding="utf-8"))["loader"][0]
+    assert row["conversion share"] == "25%" and row["median (ms)"] == "1200"
