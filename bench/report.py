@@ -556,13 +556,80 @@ def render(results: dict, out_dir: Path) -> list[Path]:
     return [*plots, report]
 
 
+# README's summary: (workload, label) rows, in this order; one column per implementation below.
+SUMMARY_ROWS = (
+    (
+        "convert/document_ids+metadata/8x8192/pipeline",
+        "`convert_text_batch`, `document_ids` + metadata, pipeline payload",
+    ),
+    ("convert/document_ids+metadata/8x8192/tensor", "the same, tensor payload"),
+    ("convert/thd/8x8192/pipeline", "THD, pipeline payload"),
+    ("convert/xdoc+metadata/8x8192/pipeline", "xdoc + metadata, pipeline payload"),
+    ("convert/block_causal/8x8192/tensor", "`block_causal` (512 MiB mask), tensor payload"),
+    ("convert/unpacked/8x8192/pipeline", "unpacked route (`pad_to_length`)"),
+    ("convert/document_ids+metadata/1x131072/tensor", "`document_ids` + metadata, 1×131072, tensor"),
+    ("docs_per_row/build_packed_sequence_metadata/0010", "`build_packed_sequence_metadata`, 10 documents per row"),
+    ("docs_per_row/build_packed_sequence_metadata/0200", "the same, 200 documents per row"),
+    ("docs_per_row/build_packed_sequence_metadata/1000", "the same, 1000 documents per row"),
+    ("metadata/get_unpad_data/8x8192/pipeline", "`get_unpad_data`, pipeline rows"),
+    ("collate/collate_datums/padded/64", "`collate_datums`, 64 rollouts, padded"),
+    ("collate/collate_datums/packed/64", "`collate_datums`, 64 rollouts, packed"),
+    ("collate/thd_collater/64", "`packed_sequence_thd_collater`, 64 rollouts"),
+)
+SUMMARY_BACKEND = "vectorized"
+# (implementation, column header) of the comparison columns; "other" is the ingest or HF's collator
+SUMMARY_COLUMNS = (
+    ("reference", "reference"),
+    ("upstream", "upstream 0.7.0"),
+    ("zephon.to_training", "Zephon `to_training`"),
+)
+SUMMARY_OTHER = (("ingest", "ingest"), ("hf.DataCollatorWithFlattening", "HF flattening"))
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    milliseconds = seconds * 1e3
+    return f"{milliseconds:.0f}" if milliseconds >= 100 else fmt_sig(milliseconds)
+
+
+def summary_table(results: dict) -> str:
+    """README's table: for each of ``SUMMARY_ROWS`` that ran, the median (ms) of
+    ``SUMMARY_BACKEND``, of each ``SUMMARY_COLUMNS`` implementation and of the ingest or HF
+    comparator, the backend's distance from the memory floor and its operator count."""
+    groups = _by_workload(parse_rows(results))
+    bandwidth_bytes_per_s = bandwidth(results)
+    headers = ["workload", f"{SUMMARY_BACKEND} (ms)", *(h for _, h in SUMMARY_COLUMNS), "other"]
+    headers += [f"{SUMMARY_BACKEND} ÷ floor", f"{SUMMARY_BACKEND} ops"]
+    lines = ["| " + " | ".join(headers) + " |", "|---|" + "---:|" * (len(headers) - 1)]
+    for workload, label in SUMMARY_ROWS:
+        by_implementation = {row.implementation: row for row in groups.get(workload, [])}
+        backend = by_implementation.get(SUMMARY_BACKEND)
+        if backend is None:
+            continue
+        cells = [label, _ms(backend.median_s)]
+        cells += [_ms(getattr(by_implementation.get(name), "median_s", None)) for name, _ in SUMMARY_COLUMNS]
+        other = next(((by_implementation[n], h) for n, h in SUMMARY_OTHER if n in by_implementation), None)
+        cells.append(f"{_ms(other[0].median_s)} ({other[1]})" if other else "")
+        floor_s = floor_seconds(backend, _workload_floor_bytes(groups[workload]), bandwidth_bytes_per_s)
+        cells.append(fmt_ratio(backend.median_s / floor_s) if floor_s and backend.median_s else "")
+        cells.append("" if backend.ops is None else str(int(backend.ops)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``report.py RESULTS.json [--out DIR]``; prints the paths written."""
+    """Command line: ``report.py RESULTS.json [--out DIR]``, prints the paths written;
+    ``report.py RESULTS.json --summary`` prints README's table instead."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="pytest-benchmark JSON (from --benchmark-json=PATH)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the JSON's folder)")
+    parser.add_argument("--summary", action="store_true", help="print README's summary table and write nothing")
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text(encoding="utf-8"))
+    if args.summary:
+        print(summary_table(results))
+        return 0
     for path in render(results, args.out if args.out is not None else args.results.resolve().parent):
         print(path)
     return 0
