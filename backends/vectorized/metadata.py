@@ -56,17 +56,23 @@ def _count_table(attention_mask: torch.Tensor, binary: torch.Tensor | None, widt
         nonzero = attention_mask != 0
         keys = torch.where(binary, nonzero.to(torch.int64), attention_mask.to(torch.int64).clamp(min=0))
     rows = torch.arange(batch, device=attention_mask.device)[:, None] * width
-    return torch.bincount((keys + rows).flatten(), minlength=batch * width).view(batch, width)
+    slots = (keys + rows).flatten()
+    # scatter_add_ rather than bincount: bincount reads the keys' min and max first.
+    table = torch.zeros(batch * width, dtype=torch.int64, device=attention_mask.device)
+    return table.scatter_add_(0, slots, torch.ones(1, dtype=torch.int64, device=table.device).expand_as(slots)).view(
+        batch, width
+    )
 
 
-def _extremes(attention_mask: torch.Tensor, nonzero: torch.Tensor) -> tuple[int, int, int]:
+def _extremes(attention_mask: torch.Tensor) -> tuple[int, int, int]:
     """``(any valid token, smallest value, largest value)`` read in one host transfer (a bool
-    mask reads as 0/1)."""
+    mask reads as 0/1); a mask holds a valid (nonzero) token iff its extremes are not both 0."""
     if attention_mask.dtype == torch.bool:
-        extremes = [nonzero.all().to(torch.int64), nonzero.any().to(torch.int64)]
+        smallest, largest = attention_mask.all().to(torch.int64), attention_mask.any().to(torch.int64)
     else:
-        extremes = [value.to(torch.int64) for value in torch.aminmax(attention_mask)]
-    return tuple(torch.stack([nonzero.any().to(torch.int64), *extremes]).tolist())
+        smallest, largest = (value.to(torch.int64) for value in torch.aminmax(attention_mask))
+    smallest, largest = torch.stack([smallest, largest]).tolist()
+    return int(smallest != 0 or largest != 0), smallest, largest
 
 
 def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -89,7 +95,7 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     """
     _check_mask(attention_mask)
     nonzero = attention_mask != 0
-    any_valid, smallest, largest = _extremes(attention_mask, nonzero)
+    any_valid, smallest, largest = _extremes(attention_mask)
     if not any_valid:
         raise _no_valid_token()
     binary = attention_mask.dtype == torch.bool or largest <= 1  # the route is global [unpad-binary]
@@ -142,7 +148,7 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
     device = attention_mask.device
     nonzero = attention_mask != 0
     packed_token_indices = torch.where(nonzero, torch.arange(sequence, device=device), -1)
-    any_valid, smallest, largest = _extremes(attention_mask, nonzero)
+    any_valid, smallest, largest = _extremes(attention_mask)
     if not any_valid:
         raise _no_valid_token()
     if smallest >= 0:
