@@ -13,16 +13,19 @@
 # Needs a CUDA build of torch, pytest, hypothesis, numpy, safetensors, tokenizers, matplotlib,
 # pytest-benchmark and zephon==0.2.0 with its dependencies. On an offline machine put the missing
 # wheels in .whl/ beforehand (e.g. `pip download --no-deps --only-binary=:all: --python-version
-# 3.12 -d .whl zephon==0.2.0 optree tenacity backports.zstd` for that machine's platform); they
+# 3.12 -d .whl zephon==0.2.0 optree tenacity backports.zstd`, with that machine's Python version
+# and platform); they
 # are installed into a scratch folder, never over the machine's own packages.
 #
-# Usage: bash bench/gpu.sh [OUTDIR]   (default: $OUT, else reports/gpu)
+# Usage: bash bench/gpu.sh [OUTDIR]   (default: $OUT, else reports/gpu); BATCHSPEC_GPU_BACKEND
+# names another backend (default: vectorized).
 # Off a GPU, BATCHSPEC_GPU_DEVICE=cpu (and e.g. BATCHSPEC_GPU_SHAPES=8x4096) runs the same steps
 # on the CPU, to test the script.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-reports/gpu}}
 device=${BATCHSPEC_GPU_DEVICE:-cuda}
+backend=${BATCHSPEC_GPU_BACKEND:-vectorized}
 shapes=${BATCHSPEC_GPU_SHAPES:-8x8192,64x32768}
 mkdir -p "$out"
 if compgen -G ".whl/*.whl" >/dev/null; then
@@ -39,11 +42,11 @@ name = torch.cuda.get_device_name() if device != "cpu" else "cpu"
 print(f"torch {torch.__version__} on {name}, zephon {zephon.__version__}")
 PY
 status=0
-timeout 270 $python -m pytest conformance -p no:cacheprovider -q --backend=vectorized --device="$device" \
-  --launcher=torch --junitxml="$out/conformance-vectorized.xml" --clause-report="$out/clauses-vectorized.json" \
-  >"$out/conformance-vectorized.log" 2>&1 || status=1
-tail -3 "$out/conformance-vectorized.log"
-timeout 150 $python -m pytest bench -p no:cacheprovider -q --backend=vectorized --device="$device" \
+timeout 270 $python -m pytest conformance -p no:cacheprovider -q --backend="$backend" --device="$device" \
+  --launcher=torch --junitxml="$out/conformance-$backend.xml" --clause-report="$out/clauses-$backend.json" \
+  >"$out/conformance-$backend.log" 2>&1 || status=1
+tail -3 "$out/conformance-$backend.log"
+timeout 150 $python -m pytest bench -p no:cacheprovider -q --backend="$backend" --device="$device" \
   --bench-shapes="$shapes" --benchmark-max-time=0.2 --benchmark-json="$out/bench.json" \
   >"$out/bench.log" 2>&1 || status=1
 tail -3 "$out/bench.log"
