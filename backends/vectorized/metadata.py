@@ -100,8 +100,11 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
         raise _no_valid_token()
     binary = attention_mask.dtype == torch.bool or largest <= 1  # the route is global [unpad-binary]
     width = 2 if binary else largest + 1
-    if width <= 2 * attention_mask.shape[1] + 2:
-        keyed = None if smallest >= 0 else torch.tensor(binary, device=attention_mask.device)
+    if binary:  # one span per row with a valid token: its nonzero count
+        lengths = nonzero.sum(dim=1)
+    elif width <= 2 * attention_mask.shape[1] + 2:
+        # the indexed route: no row counts as binary; negative entries are in no span
+        keyed = None if smallest >= 0 else torch.zeros((), dtype=torch.bool, device=attention_mask.device)
         lengths = _count_table(attention_mask, keyed, width)[:, 1:].flatten()  # (row, id) order
     else:  # ids far beyond the row length: sort each row so each id's tokens are adjacent
         lengths = _sorted_span_lengths(attention_mask)
