@@ -92,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     if config.getoption("--list-backends"):
-        print(_backend_list())
+        print(_backend_list(config.getoption("--backend")))
         pytest.exit("listed the known backends", returncode=0)
     name = config.getoption("--backend")
     if not name:
@@ -113,11 +113,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config._batchspec_outcomes = defaultdict(list)
 
 
-def _backend_list() -> str:
+def _backend_list(extra: str | None = None) -> str:
     """One line per known backend: name, import path, version, SPEC version, capabilities (or
-    why it cannot be loaded)."""
+    why it cannot be loaded); ``extra`` (``--backend`` given with ``--list-backends``, e.g. a
+    module path of one's own) is listed too."""
     lines = ["batchspec backends (built in, and registered in the 'batchspec.backends' entry-point group):"]
-    for name, path in sorted(available_backends().items()):
+    known = available_backends()
+    if extra and extra not in known:
+        known = {**known, extra: extra}
+    for name, path in sorted(known.items()):
         try:
             backend = load_backend(name)
         except BackendError as error:

@@ -232,6 +232,17 @@ def test_list_backends_prints_names_versions_and_capabilities(tmp_path):
         in run.output
     )
     assert "vectorized (backends.vectorized) version=0.1.0" in run.output
+    # A backend of one's own, given with --backend, is listed too (its capabilities checked).
+    run = run_conformance(
+        tmp_path / "own",
+        "conformance/test_goldens.py",
+        "--list-backends",
+        "--backend=partial_backend:BACKEND",
+        env=PARTIAL_BACKEND_ENV,
+    )
+    assert run.returncode == 0, run.output[-2000:]
+    assert "partial_backend:BACKEND (partial_backend:BACKEND) version=partial-0" in run.output
+    assert "capabilities: unpad_data\n" in run.output
 
 
 def test_an_entry_point_backend_from_an_installed_package_is_found_by_name(tmp_path):
