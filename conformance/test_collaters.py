@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from conformance.helpers.asserts import assert_keys, assert_raises
-from conformance.helpers.literals import IGNORE_INDEX
+from conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
 from conformance.helpers.storage import input_state, state_changes
 from conformance.helpers.stored import stored_inputs, stored_options
 
@@ -101,7 +101,7 @@ def test_pack_features_ignore_index_is_keyword_only(backend):
 # --- The canonical collaters never modify what they are given: [collaters-no-mutation] (SPEC.md, ----
 
 
-PAD = "___PAD_TOKEN_IDS___"
+PAD = PAD_TOKEN_IDS_KEY
 X = IGNORE_INDEX
 
 

@@ -28,6 +28,7 @@ from hypothesis.control import currently_in_test_context
 
 import reference
 from bench.upstream import load_upstream
+from conformance.helpers.literals import PAD_TOKEN_IDS_KEY
 
 try:
     UPSTREAM_DATUM, UPSTREAM_UTILS = load_upstream()
@@ -37,7 +38,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 # upstream's packed_sequence_thd_collater copies tensor items with torch.tensor(tensor)
 pytestmark = pytest.mark.filterwarnings("ignore:To copy construct from a tensor:UserWarning")
 
-PAD_KEY = "___PAD_TOKEN_IDS___"
+PAD_KEY = PAD_TOKEN_IDS_KEY
 INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 SIDE_KEYS = ("advantages", "logprobs", "ref_logprobs", "weights")

@@ -3,7 +3,7 @@
 ``Case`` (one golden case) and ``rows`` (``convert_text_batch`` inputs) are defined here; the
 rest re-exports the suite's helpers under public names: tensor literals (``long``, ``int32``,
 ``f32``, ``bools``, ``block_mask``), the SPEC's constants (``IGNORE_INDEX`` = -100,
-``THD_PAD`` = -1000), packed rows (``Row``, ``packed_row``, ``rows_of``), error
+``THD_PAD`` = -1000, ``PAD_TOKEN_IDS_KEY``), packed rows (``Row``, ``packed_row``, ``rows_of``), error
 facts (``Shape``, ``Value``) and the real Zephon pipeline over golden/corpus
 (``corpus_pipeline``). A case module imports nothing else from the suite.
 """
@@ -23,6 +23,7 @@ from conformance.helpers.literals import (
     IGNORE_INDEX,
     METADATA_CONTRACT,
     METADATA_KEYS,
+    PAD_TOKEN_IDS_KEY,
     THD_KEYS,
     THD_PAD,
     block_mask,
@@ -39,6 +40,7 @@ __all__ = [
     "IGNORE_INDEX",
     "METADATA_CONTRACT",
     "METADATA_KEYS",
+    "PAD_TOKEN_IDS_KEY",
     "THD_KEYS",
     "THD_PAD",
     "Case",

@@ -19,6 +19,7 @@ __all__ = [
     "METADATA_KEYS",
     "THD_KEYS",
     "IGNORE_INDEX",
+    "PAD_TOKEN_IDS_KEY",
     "THD_PAD",
     "block_mask",
     "bools",
@@ -32,6 +33,10 @@ IGNORE_INDEX = -100
 """SPEC.md's ``CROSS_ENTROPY_IGNORE_IDX``: the default ``ignore_index`` of ``to_features``,
 ``collate_datums`` and ``pack_features_for_thd``, the pad value of padded labels in the
 collaters, and the ``ignore_index`` the worked examples pass to ``convert_text_batch``."""
+
+PAD_TOKEN_IDS_KEY = "___PAD_TOKEN_IDS___"
+"""The canonical collaters' per-batch pad override: item 0 may carry ``{key: pad id}`` under
+this key ([dcoll-pad-values]); it is never an output key."""
 
 THD_PAD = -1000
 """SPEC.md's fill of the unused slots of ``seq_lens`` / ``seq_lens_padded`` ([thd-lengths],

@@ -14,7 +14,7 @@ import random
 
 import torch
 
-from conformance.golden.api import IGNORE_INDEX, THD_PAD, Case, Shape, bools, f32, int32, long
+from conformance.golden.api import IGNORE_INDEX, PAD_TOKEN_IDS_KEY, THD_PAD, Case, Shape, bools, f32, int32, long
 
 F, T = False, True
 X = IGNORE_INDEX
@@ -955,7 +955,7 @@ def case_side_inputs_mixed_batch():
     ]
 
 
-PAD = "___PAD_TOKEN_IDS___"  # the item-0 pad-value override of the canonical collaters
+PAD = PAD_TOKEN_IDS_KEY  # the item-0 pad-value override of the canonical collaters
 THD = ("input_ids", "labels", "position_ids", "seq_lens", "seq_lens_padded", "qkv_format")
 
 
