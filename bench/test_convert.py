@@ -15,6 +15,7 @@ import torch
 
 from bench.conftest import skip_unless_reference_fits
 from bench.workloads import SHAPES, documents_of, pipeline_batch, sweep_rows, tensor_batch, unpacked_batch
+from conformance.device import sample_batch_to
 from conformance.helpers.inputs import Contract, payload_form, rows_of, sample_batch
 
 ROUTES = {
@@ -47,23 +48,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("shape", _selected_shapes(metafunc.config), ids=_shape_id)
 
 
-def _on(batch, device: str):
-    """``batch`` with its tensor payloads on ``device`` (lists and numpy arrays stay)."""
-    for record in batch.records:
-        for key, value in list(record.payload.items()):
-            if isinstance(value, torch.Tensor):
-                record.payload[key] = value.to(device)
-    return batch
-
-
 def workload_batch(route: str, shape: tuple[int, int], payload: str, device: str):
     """The ``SampleBatch`` a workload converts."""
     batch, sequence = shape
     if route == "unpacked":
         made = unpacked_batch(batch, sequence)
-        return _on(payload_form(made, "tensor"), device) if payload == "tensor" else made
+        return sample_batch_to(payload_form(made, "tensor"), device) if payload == "tensor" else made
     made = pipeline_batch(batch, sequence)
-    return _on(tensor_batch(made), device) if payload == "tensor" else made
+    return sample_batch_to(tensor_batch(made), device) if payload == "tensor" else made
 
 
 def _output_bytes(out: dict) -> int:
