@@ -1,14 +1,15 @@
 """``get_unpad_data`` and ``build_packed_sequence_metadata`` as whole-batch tensor work.
 
 Neither function loops over rows, documents or tokens. The span lengths come from one table of
-token counts per (row, id), ``[B, max id + 1]``, built by one ``bincount``: its row-major order
+token counts per (row, id), ``[B, max id + 1]``, built by one ``scatter_add_``: its row-major order
 is exactly the (row, id) order of [unpad-indexed], whatever the order of the ids along a row
 (``[[1, 2, 1]]`` gives ``cu_seqlens [0, 2, 3]`` as [unpad-precondition] requires), and its
 cost does not depend on how many documents a row holds. The table's width is the largest id,
 which the output's shape needs anyway (``build_packed_sequence_metadata``'s ``cu_seqlens`` is
-``[B, max id + 1]``); ``get_unpad_data`` falls back to a per-row sort only for ids far beyond the
-sequence length. Each function reads the device twice: the largest id (a shape) and the sizes
-and ``max_seqlen`` (a Python ``int``). ``monotone_row_spans`` is the one-read path
+``[B, max id + 1]``); ``get_unpad_data`` needs no table on its binary route (a row sum) and
+falls back to a per-row sort only for ids far beyond the sequence length. Each function reads
+the device twice: the mask's extremes (validity, the route, a shape) and the sizes and
+``max_seqlen`` (a Python ``int``). ``monotone_row_spans`` is the one-read path
 ``convert_text_batch`` uses on the ids it builds itself.
 """
 
