@@ -20,6 +20,7 @@ and the largest id / ``max_seqlen`` the output shapes and the Python ``int`` nee
 
 from __future__ import annotations
 
+import array
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,15 @@ def _ingest(value: Any, field: str, record: int) -> torch.Tensor | np.ndarray:
         return value.astype(np.int64, copy=False)
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{where}: expected a 1-D list, numpy array or tensor of integers, got {type(value).__name__}")
+    # Fast path, what tokenizers and Zephon's pack_flat emit: every element is exactly an int.
+    # Counting identical type objects is the cheapest exact C-level check we found (about
+    # 0.7x of a bulk conversion on real rows); array.array then converts without numpy's dtype
+    # discovery (about 0.85x of np.asarray), and numpy views its buffer without a copy.
+    if list(map(type, value)).count(int) == len(value):
+        try:
+            return np.frombuffer(array.array("q", value), dtype=np.int64)
+        except OverflowError:
+            raise ValueError(f"{where}: holds a value outside the int64 range") from None
     kinds = set(map(type, value))
     for kind in kinds:
         if issubclass(kind, (list, tuple)):
