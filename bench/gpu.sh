@@ -43,7 +43,7 @@ print(f"torch {torch.__version__} on {name}, zephon {zephon.__version__}")
 PY
 status=0
 timeout 270 $python -m pytest conformance -p no:cacheprovider -q --backend="$backend" --device="$device" \
-  --launcher=torch --junitxml="$out/conformance-$backend.xml" --clause-report="$out/clauses-$backend.json" \
+  --launcher=torch --junitxml="$out/conformance-$backend.xml" --conformance-report="$out/conformance-$backend" \
   >"$out/conformance-$backend.log" 2>&1 || status=1
 tail -3 "$out/conformance-$backend.log"
 timeout 150 $python -m pytest bench -p no:cacheprovider -q --backend="$backend" --device="$device" \

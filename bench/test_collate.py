@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.upstream import load_upstream
-from bench.workloads import rollouts
+from batchspec.bench.upstream import load_upstream
+from batchspec.bench.workloads import rollouts
 
 ROLLOUTS = 64
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from bench.conftest import skip_unless_reference_fits
-from bench.workloads import SHAPES, documents_of, pipeline_batch, sweep_rows, tensor_batch, unpacked_batch
-from conformance.device import sample_batch_to
-from conformance.helpers.inputs import Contract, payload_form, rows_of, sample_batch
+from batchspec.bench.conftest import skip_unless_reference_fits
+from batchspec.bench.workloads import SHAPES, documents_of, pipeline_batch, sweep_rows, tensor_batch, unpacked_batch
+from batchspec.conformance.device import sample_batch_to
+from batchspec.conformance.helpers.inputs import Contract, payload_form, rows_of, sample_batch
 
 ROUTES = {
     "document_ids": (Contract(packed_mask_type="document_ids"), False, "batched"),

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from bench.test_convert import ROUTES
-from conformance.helpers.pipelines import corpus_pipeline
+from batchspec.bench.test_convert import ROUTES
+from batchspec.conformance.helpers.pipelines import corpus_pipeline
 
 BATCHES = 8
 

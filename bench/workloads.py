@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from conformance.helpers.corpus import CorpusTokenizer, corpus_texts
-from conformance.helpers.inputs import Row, packed_row, payload_form, rows_of, sample_batch
-from conformance.helpers.pipelines import corpus_pipeline
+from batchspec.conformance.helpers.corpus import CorpusTokenizer, corpus_texts
+from batchspec.conformance.helpers.inputs import Row, packed_row, payload_form, rows_of, sample_batch
+from batchspec.conformance.helpers.pipelines import corpus_pipeline
 
 __all__ = [
     "SHAPES",

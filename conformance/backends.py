@@ -22,7 +22,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.spec import major, spec_version
+from batchspec.conformance.spec import major, spec_version
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -68,7 +68,7 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 # built-in name -> import path
-BUILTIN_BACKENDS: dict[str, str] = {"reference": "reference", "vectorized": "backends.vectorized"}
+BUILTIN_BACKENDS: dict[str, str] = {"reference": "batchspec.reference", "vectorized": "batchspec.backends.vectorized"}
 # Third-party packages register backends by name in this entry-point group:
 #   [project.entry-points."batchspec.backends"]
 #   mybackend = "mypkg.batchspec_backend:BACKEND"
@@ -120,7 +120,7 @@ class Backend:
             raise AttributeError(f"backend {self.name!r} has no attribute {name!r}") from None
         device = vars(self).get("device", "cpu")
         if device != "cpu":
-            from conformance.device import PLACED_FUNCTIONS, placed
+            from batchspec.conformance.device import PLACED_FUNCTIONS, placed
 
             if name in PLACED_FUNCTIONS and callable(value):
                 # The tensor functions run on --device, their [tb-device] checked (conformance.device).

@@ -1,7 +1,7 @@
 """Loads the conformance plugin (``conformance/plugin.py``) for runs from a checkout: pytest
 finds a conftest's hooks and fixtures by name, so they are re-exported here."""
 
-from conformance.plugin import (  # noqa: F401
+from batchspec.conformance.plugin import (  # noqa: F401
     backend,
     pytest_addoption,
     pytest_collection_modifyitems,
@@ -9,6 +9,5 @@ from conformance.plugin import (  # noqa: F401
     pytest_report_header,
     pytest_runtest_makereport,
     pytest_runtest_setup,
-    pytest_terminal_summary,
     scratch,
 )

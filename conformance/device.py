@@ -22,8 +22,8 @@ would see on the CPU. A call through it:
    token field (the first of ``input_ids``, ``tokens``, ``token_ids``, ``ids`` in its payload)
    is a tensor and all of them are on one device, else the CPU (lists, numpy arrays, tensors
    on several devices); for the other five the one device of the tensors they received (the
-   device moved to), the CPU when they received none. A tensor elsewhere is an
-   ``AssertionError`` whose message starts with ``[tb-device]``;
+   device moved to), the CPU when they received none. A tensor elsewhere is a
+   ``ClauseFailure`` on [tb-device] whose message starts with ``[tb-device]``;
 4. gives the caller the result where it would be without the wrapper: every returned tensor is
    moved to ``input_device`` of the caller's own arguments (the CPU for the suite's CPU inputs;
    a test that builds its inputs on an accelerator itself gets its results there), a returned
@@ -62,7 +62,8 @@ from typing import Any
 import torch
 from zephon import SampleBatch
 
-from conformance.helpers.inputs import TOKEN_FIELDS
+from batchspec.conformance.helpers.asserts import ClauseFailure
+from batchspec.conformance.helpers.inputs import TOKEN_FIELDS
 
 __all__ = [
     "PLACED_FUNCTIONS",
@@ -354,9 +355,10 @@ def placed(fn: Callable, name: str, device: str | torch.device) -> Callable:
         placement.mirror(home)
         problems = device_problems(result, expected)
         if problems:
-            raise AssertionError(
+            raise ClauseFailure(
                 f"[tb-device] {name} returned tensors off the device of its inputs (the suite ran it with its "
-                f"inputs on {target}, --device): {'; '.join(problems)}"
+                f"inputs on {target}, --device): {'; '.join(problems)}",
+                "tb-device",
             )
         return placement.result(result, home)
 

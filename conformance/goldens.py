@@ -1,9 +1,9 @@
 """Golden files: the only code that reads or writes ``golden/data`` and ``golden/index.json``
-(the package ``conformance.golden``; this module re-exports its public names and runs its
+(the package ``batchspec.conformance.golden``; this module re-exports its public names and runs its
 commands).
 
 A golden case is defined once, in ``golden/cases/<area>.py``, as a function ``case_<name>()``
-returning a ``Case`` (``conformance.golden.api``). A case with ``expected`` (or ``error``) is
+returning a ``Case`` (``batchspec.conformance.golden.api``). A case with ``expected`` (or ``error``) is
 *canon*: its expected values are hand-written literals, and the reference must agree with them
 or generation fails. A case without is *generated*: its expected values come from the reference.
 
@@ -15,25 +15,25 @@ under ``golden/data`` that the index does not list.
 
 Commands::
 
-    python -m conformance.goldens                # regenerate every case, rewrite the index
-    python -m conformance.goldens --check        # regenerate in memory; exit 1 on any difference
-    python -m conformance.goldens --render-spec  # rewrite SPEC.md's <!-- golden:NAME --> blocks
+    python -m batchspec.conformance.goldens                # regenerate every case, rewrite the index
+    python -m batchspec.conformance.goldens --check        # regenerate in memory; exit 1 on any difference
+    python -m batchspec.conformance.goldens --render-spec  # rewrite SPEC.md's <!-- golden:NAME --> blocks
 """
 
 from __future__ import annotations
 
 import sys
 
-from conformance.golden.adapters import call, capabilities_of
-from conformance.golden.api import Case, rows
-from conformance.golden.build import build_files
-from conformance.golden.commands import check, main, regenerate
-from conformance.golden.discovery import all_cases
-from conformance.golden.errors import GoldenError
-from conformance.golden.layout import ROOT, SPEC
-from conformance.golden.render import render_case, render_spec
-from conformance.golden.runner import run_stored_case
-from conformance.golden.store import StoredCase, load_all, load_case
+from batchspec.conformance.golden.adapters import call, capabilities_of
+from batchspec.conformance.golden.api import Case, rows
+from batchspec.conformance.golden.build import build_files
+from batchspec.conformance.golden.commands import check, main, regenerate
+from batchspec.conformance.golden.discovery import all_cases
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.layout import ROOT, SPEC
+from batchspec.conformance.golden.render import render_case, render_spec
+from batchspec.conformance.golden.runner import run_stored_case
+from batchspec.conformance.golden.store import StoredCase, load_all, load_case
 
 __all__ = [
     "ROOT",

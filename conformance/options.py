@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.backends import BUILTIN_BACKENDS, ENTRY_POINT_GROUP
+from batchspec.conformance.backends import BUILTIN_BACKENDS, ENTRY_POINT_GROUP
 
 __all__ = ["add_backend_option", "add_device_option"]
 
@@ -28,7 +28,7 @@ def add_backend_option(group: pytest.OptionGroup, *, repeatable: bool = False) -
 
 def add_device_option(group: pytest.OptionGroup) -> None:
     """``--device``: ``cpu`` (default), ``cuda`` or ``cuda:N``; checked by
-    ``conformance.device.check_device_option`` at configure time."""
+    ``batchspec.conformance.device.check_device_option`` at configure time."""
     group.addoption(
         "--device",
         default="cpu",

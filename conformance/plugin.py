@@ -1,34 +1,56 @@
 """The batchspec conformance suite as a pytest plugin: ``--backend``, the run header, the
-``clause``/``requires`` markers, capability checks, and the clause-by-clause report.
+``clause``/``requires`` markers, capability checks, clause blame, expectations, the verdict and
+the report.
 
-From a checkout, ``conformance/conftest.py`` loads it; ``pytest conformance --backend=NAME
-[--device=cuda[:N]] [--clause-report=PATH]`` runs the suite (``--device``: conformance/device.py).
+From a checkout, ``conformance/conftest.py`` loads it: ``pytest conformance --backend=NAME``;
+installed, the ``batchspec`` command runs it (``batchspec/cli.py``). Options:
+``--device=cuda[:N]`` (conformance/device.py), ``--conformance-report=DIR`` (``report.json``
+and ``report.md``), ``--expectations=FILE`` and ``--strict-expectations``
+(conformance/expectations.py), ``--release`` (a deterministic run: hypothesis derandomized,
+no example database).
 
-Clause statuses in the summary: ``FAIL`` (a test failed on this clause: its message names the
-clause, or names none of the test's clauses), ``pass`` (every citing test passed),
-``partial`` (some citing tests passed, others were not supported or failed on another
-clause), ``inconclusive`` (every citing test failed on another clause), ``not supported``.
+Blame: a failure is blamed on the clauses its ``ClauseFailure`` carries (the suite's asserts
+raise it, conformance/helpers/asserts.py); any other failure of a test (a plain ``assert``, an
+exception the backend raised, a crash or a timeout) on every clause the test cites; a
+``SuiteError`` (the suite's own machinery) on none, as a suite error. Statuses and the verdict:
+conformance/verdict.py. The exit status is the verdict's: 1 when a MUST clause fails or the
+suite failed, 0 otherwise (SHOULD failures and expected failures are reported, not fatal).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+import hashlib
 import os
+import platform
 import re
 import shlex
 import sys
+import textwrap
 from collections import defaultdict
-from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as distribution_version
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
-from conformance.device import DeviceOptionError, check_device_option
-from conformance.options import add_backend_option, add_device_option
-from conformance.spec import SPEC_PATH, spec_clause_items, spec_clauses, spec_profiles, spec_version, split_citation
+from batchspec.conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
+from batchspec.conformance.device import DeviceOptionError, check_device_option
+from batchspec.conformance.expectations import ExpectationsError, load_expectations, match_failure, match_test
+from batchspec.conformance.golden.layout import INDEX
+from batchspec.conformance.golden.layout import ROOT as GOLDEN_ROOT
+from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError
+from batchspec.conformance.options import add_backend_option, add_device_option
+from batchspec.conformance.spec import (
+    SPEC_PATH,
+    spec_clause_items,
+    spec_clauses,
+    spec_profiles,
+    spec_version,
+    split_citation,
+)
+from batchspec.conformance.verdict import build_report, dumps, render_markdown
 
 NOT_SUPPORTED = "NOT SUPPORTED"
 
@@ -38,6 +60,11 @@ settings.register_profile(
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
+)
+# --release: the same examples on every run (a fixed seed derived from each test), and no
+# example database, so that the verdict depends on the backend and the suite version only
+settings.register_profile(
+    "batchspec-release", parent=settings.get_profile("batchspec"), derandomize=True, database=None
 )
 settings.load_profile(os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec"))
 
@@ -58,17 +85,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     add_device_option(group)
     group.addoption(
-        "--clause-report",
+        "--conformance-report",
         default=None,
-        metavar="PATH",
-        help="write a JSON report of outcomes per SPEC clause to PATH",
+        metavar="DIR",
+        help="write the run's report to DIR: report.json and report.md (verdict, per-clause outcomes, "
+        "failures with reproduce commands, versions)",
+    )
+    group.addoption(
+        "--expectations",
+        default=None,
+        metavar="FILE",
+        help="a TOML file of expected failures ([[expected]] entries with test or clause, reason, category): "
+        "they are reported as such and do not fail the verdict",
+    )
+    group.addoption(
+        "--strict-expectations",
+        action="store_true",
+        help="an expected failure that passes fails the verdict (delete its entry once the fix lands)",
+    )
+    group.addoption(
+        "--release",
+        action="store_true",
+        help="a release run: hypothesis derandomized (a fixed seed per test) and without its example database, "
+        "so the same backend at the same suite version always gets the same verdict",
     )
 
 
 LAUNCHERS = ("mpiexec", "torch")
-# A failure message carrying this tag is about the suite's own machinery (e.g. rank processes
-# that cannot import the backend), not about any clause: its clauses are reported inconclusive.
-HARNESS_TAG = "[batchspec-harness]"
 
 
 def _launchers(value: str) -> list[str]:
@@ -91,6 +134,8 @@ MARKERS = (
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    # zephon 0.2.0 deprecates some of its own internals; those warnings are not the backend's
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:zephon.*")
     if config.getoption("--list-backends"):
         print(_backend_list(config.getoption("--backend")))
         pytest.exit("listed the known backends", returncode=0)
@@ -110,7 +155,14 @@ def pytest_configure(config: pytest.Config) -> None:
     except BackendError as error:
         raise pytest.UsageError(str(error)) from None
     config._batchspec_launchers = _launchers(config.getoption("--launcher"))
-    config._batchspec_outcomes = defaultdict(list)
+    path = config.getoption("--expectations")
+    try:
+        config._batchspec_expectations = load_expectations(path, spec_clauses()) if path else []
+    except ExpectationsError as error:
+        raise pytest.UsageError(str(error)) from None
+    if config.getoption("--release"):
+        settings.load_profile("batchspec-release")
+    config.pluginmanager.register(Recorder(config), "batchspec-recorder")
 
 
 def _backend_list(extra: str | None = None) -> str:
@@ -162,6 +214,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         *(
             [f"  declared but unknown to this suite (ignored): {', '.join(sorted(backend.ignored))}"]
             if backend.ignored
+            else []
+        ),
+        *(["  release run: hypothesis derandomized, no example database"] if config.getoption("--release") else []),
+        *(
+            [f"  expectations: {len(config._batchspec_expectations)} entries from {config.getoption('--expectations')}"]
+            if config.getoption("--expectations")
             else []
         ),
     ]
@@ -230,40 +288,53 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 )
 
 
-CITED_CLAUSE = re.compile(r"\[([a-z0-9-]+)(?:\.\d+)?(?=[:,\]])")
+def _exceptions(error: BaseException) -> list[BaseException]:
+    """``error``, or the leaves of an exception group (hypothesis reports several distinct
+    failures of one test as a group)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _exceptions(inner)]
+    return [error]
 
 
-def _failed_clauses(cited: list[str], longrepr: str, known: Iterable[str] = ()) -> set[str]:
-    """The clauses a failure is about: the cited ones its message names in brackets
-    (``[ctb-shift: ...]``); when it names none of them, the ``known`` clauses it names in
-    brackets although the test does not cite them (a check every test passes through, such as
-    ``--device``'s ``[tb-device]``); else all cited clauses. None for a failure of the suite's
-    own machinery (``HARNESS_TAG``)."""
-    if HARNESS_TAG in longrepr:
-        return set()
-    bracketed = {m.group(1) for m in CITED_CLAUSE.finditer(longrepr)}
-    named = bracketed & set(cited)
-    named |= {cid for cid in cited if re.search(rf"[\[ ,]{re.escape(cid)}(?:\.\d+)?[\]:,]", longrepr)}
-    return named or (bracketed & set(known)) or set(cited)
+def _blame(error: BaseException | None, cited: list[str], known: dict[str, str]) -> tuple[str, list[str]]:
+    """``(outcome, blamed clauses)`` of a failed test phase: a ``SuiteError``, or a
+    ``ClauseFailure`` naming a clause SPEC.md does not define (a suite bug), is a suite error
+    blamed on nothing; ``ClauseFailure``s are blamed on their clauses; any other failure on
+    every cited clause."""
+    errors = _exceptions(error) if error is not None else []
+    if any(isinstance(e, SuiteError) for e in errors):
+        return "suite error", []
+    carried = [c for e in errors if isinstance(e, ClauseFailure) for c in e.clauses]
+    if any(c not in known for c in carried):
+        return "suite error", []
+    if carried and all(isinstance(e, ClauseFailure) for e in errors):
+        return "failed", list(dict.fromkeys(carried))
+    return "failed", list(dict.fromkeys([*carried, *cited]))
 
 
 def _failure_message(report: pytest.TestReport) -> str:
     """The failure's own message: the ``E`` lines of pytest's report, without the test source
-    it prints above them (which holds the clause tags of assertions that did not fail)."""
+    it prints above them."""
     text = str(report.longrepr)
-    message = "\n".join(line[1:] for line in text.splitlines() if line.startswith("E "))
-    return message or text
+    message = textwrap.dedent("\n".join(line[1:] for line in text.splitlines() if line.startswith("E ")))
+    return (message or text).strip()[:4000]
 
 
-def _reproduce_command(nodeid: str, backend_name: str, rootdir: Path, device: str = "cpu") -> str:
-    """A shell command that reruns one test from anywhere: pytest's node ids are relative to
-    its rootdir, so the command changes there first."""
+HYPOTHESIS_BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
+
+
+def _reproduce_command(
+    nodeid: str, backend_name: str, rootdir: Path, device: str = "cpu", command: bool = False
+) -> str:
+    """A shell command that reruns one test: under the ``batchspec`` command (``command``), that
+    command with the node id (it resolves ids in the installed suite); else pytest, from its
+    rootdir (pytest's node ids are relative to it)."""
+    options = f"--backend={shlex.quote(backend_name)}" + ("" if device == "cpu" else f" --device={shlex.quote(device)}")
+    if command:
+        return f"batchspec {options} {shlex.quote(nodeid)}"
     path = os.environ.get("PYTHONPATH")
     prefix = f"PYTHONPATH={shlex.quote(path)} " if path else ""
-    return (
-        f"cd {shlex.quote(str(rootdir))} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} "
-        f"--backend={shlex.quote(backend_name)}" + ("" if device == "cpu" else f" --device={shlex.quote(device)}")
-    )
+    return f"cd {shlex.quote(str(rootdir))} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} {options}"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -274,79 +345,198 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.sections.append(
             (
                 "batchspec",
-                f"reproduce with: {_reproduce_command(item.nodeid, backend.name, item.config.rootpath, backend.device)}",
+                "reproduce with: "
+                + _reproduce_command(
+                    item.nodeid,
+                    backend.name,
+                    item.config.rootpath,
+                    backend.device,
+                    getattr(item.config, "_batchspec_command", False),
+                ),
             )
         )
-    if report.when == "call" or (report.when == "setup" and not report.passed):
-        cited = list(dict.fromkeys(split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args))
-        outcome = report.outcome
-        if report.skipped and NOT_SUPPORTED in str(report.longrepr):
-            outcome = "not supported"
-        known = spec_clauses() if report.failed and SPEC_PATH.exists() else {}
-        blamed = _failed_clauses(cited, _failure_message(report), known) if report.failed else set()
-        for clause in sorted(blamed - set(cited)):
-            item.config._batchspec_outcomes[clause].append((item.nodeid, "failed"))
-        for clause in cited:
-            # A failure counts against the clauses it names; the test's other clauses were
-            # not shown to be broken by it.
-            clause_outcome = outcome if not report.failed or clause in blamed else "inconclusive"
-            item.config._batchspec_outcomes[clause].append((item.nodeid, clause_outcome))
+    cited = list(dict.fromkeys(split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args))
+    if report.when == "setup":
+        report.batchspec_cited = cited  # reaches pytest-xdist's controller even if the test then crashes
+    decisive = report.when == "call" or (report.when == "setup" and not report.passed) or report.failed
+    if decisive:
+        report.batchspec_record = _record(item, call, report, cited)
     return report
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    outcomes: dict[str, list[tuple[str, str]]] = config._batchspec_outcomes
-    if not outcomes:
-        return
-    backend: Backend = config._batchspec_backend
-    known = spec_clauses() if SPEC_PATH.exists() else {}
-    rows = []
-    for clause in sorted(outcomes):
-        counts = defaultdict(int)
-        for _, outcome in outcomes[clause]:
-            counts[outcome] += 1
-        if counts.get("failed"):
-            status = "FAIL"
-        elif counts.get("passed") and not counts.get("not supported") and not counts.get("inconclusive"):
-            status = "pass"
-        elif counts.get("passed"):
-            status = "partial"  # some of its tests were not supported or stopped on another clause
-        elif counts.get("inconclusive"):
-            status = "inconclusive"
+def _record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, cited: list[str]) -> dict:
+    """The test's record (conformance/verdict.py) from the phase that decided it; an expected
+    failure becomes pytest's xfail, an expected failure that passes its XPASS (a failure under
+    ``--strict-expectations``)."""
+    config = item.config
+    expectations = config._batchspec_expectations
+    record = {"nodeid": item.nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
+    record["reproduce"] = _reproduce_command(
+        item.nodeid,
+        config._batchspec_backend.name,
+        config.rootpath,
+        config._batchspec_backend.device,
+        getattr(config, "_batchspec_command", False),
+    )
+    if report.skipped:
+        record["outcome"] = "not supported" if NOT_SUPPORTED in str(report.longrepr) else "skipped"
+    elif report.failed:
+        outcome, blamed = _blame(call.excinfo.value if call.excinfo else None, cited, spec_clauses())
+        blob = HYPOTHESIS_BLOB.search(str(report.longrepr))
+        record.update(outcome=outcome, blamed=blamed, message=_failure_message(report))
+        record["hypothesis"] = blob.group(0) if blob else None
+        entry = match_failure(expectations, item.nodeid, blamed) if outcome == "failed" else None
+        if entry is not None:
+            record.update(outcome="expected failure", expectation=entry.index)
+            report.outcome = "skipped"
+            report.wasxfail = f"expected failure ({entry.category}): {entry.reason}"
+    elif report.when == "call" and (entry := match_test(expectations, item.nodeid)) is not None:
+        record.update(outcome="unexpected pass", expectation=entry.index)
+        if config.getoption("--strict-expectations"):
+            report.outcome = "failed"
+            report.longrepr = f"[XPASS(strict)] expected to fail ({entry.category}): {entry.reason}"
         else:
-            status = "not supported"
-        rows.append((clause, known.get(clause, "?"), status, dict(counts)))
-    terminalreporter.section(f"batchspec clauses: backend {backend.name} {backend.version}")
-    for clause, level, status, counts in rows:
-        detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-        terminalreporter.write_line(f"{status:>13}  {level:<6} {clause:<32} ({detail})")
-    untested = sorted(c for c, level in known.items() if level == "MUST" and c not in outcomes)
-    if untested:
-        terminalreporter.write_line(f"MUST clauses with no test in this run: {', '.join(untested)}")
-    untested_should = sorted(c for c, level in known.items() if level == "SHOULD" and c not in outcomes)
-    if untested_should:
-        terminalreporter.write_line(f"SHOULD clauses with no test in this run: {', '.join(untested_should)}")
-    path = config.getoption("--clause-report")
-    if path:
-        report = {
-            "backend": backend.name,
-            "version": backend.version,
-            "backend_spec_version": backend.spec_version,
+            report.wasxfail = f"expected failure ({entry.category}): {entry.reason}"
+    return record
+
+
+def _header(config: pytest.Config) -> dict:
+    """What the report says about the suite, the backend, the environment and the run."""
+    backend: Backend = config._batchspec_backend
+
+    def installed(name: str) -> str:
+        try:
+            return distribution_version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return {
+        "suite": {
+            "name": "batchspec",
+            "version": suite_version(),
             "spec_version": spec_version(),
-            "suite_version": suite_version(),
+            "golden_index_sha256": hashlib.sha256((GOLDEN_ROOT / INDEX).read_bytes()).hexdigest(),
+        },
+        "backend": {
+            "name": backend.name,
+            "version": backend.version,
+            "spec_version": backend.spec_version,
             "capabilities": sorted(backend.capabilities),
+            "declared": backend.declared,
             "device": backend.device,
-            "clauses": {
-                clause: {
-                    "level": level,
-                    "status": status,
-                    "tests": [{"nodeid": nodeid, "outcome": outcome} for nodeid, outcome in outcomes[clause]],
-                }
-                for clause, level, status, _ in rows
-            },
-            "untested_must_clauses": untested,
-            "untested_should_clauses": untested_should,
+        },
+        "environment": {
+            "python": platform.python_version(),
+            **{name: installed(name) for name in ("torch", "zephon", "numpy", "hypothesis", "pytest")},
+            "platform": platform.platform(),
+        },
+        "run": {
+            "release": config.getoption("--release"),
+            "hypothesis settings": f"max_examples={settings.default.max_examples}, derandomize={settings.default.derandomize}, "
+            f"database={'none' if settings.default.database is None else 'default'}",
+            "expectations": config.getoption("--expectations") or "none",
+            "strict_expectations": config.getoption("--strict-expectations"),
+            "arguments": shlex.join(str(a) for a in config.invocation_params.args),
+        },
+    }
+
+
+class Recorder:
+    """Collects the records where pytest reports results (in pytest-xdist's controller when the
+    run is distributed), then computes the verdict, writes the report and sets the exit status."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.records: dict[str, dict] = {}
+        self.cited: dict[str, list[str]] = {}
+        self.report: dict | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "setup" and hasattr(report, "batchspec_cited"):
+            self.cited[report.nodeid] = report.batchspec_cited
+        record = getattr(report, "batchspec_record", None)
+        if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
+            record = self._crash_record(report)  # pytest-xdist: the worker died running the test
+        if record is None:
+            return
+        previous = self.records.get(report.nodeid)
+        if previous is not None and previous["outcome"] not in ("passed", "unexpected pass"):
+            return  # a teardown error after a failure: the failure is what the test showed
+        self.records[report.nodeid] = record
+
+    def _crash_record(self, report: pytest.TestReport) -> dict:
+        """A test whose process died (a crash, or a timeout that killed it): a failure of every
+        clause it cites."""
+        backend: Backend = self.config._batchspec_backend
+        cited = self.cited.get(report.nodeid, [])
+        return {
+            "nodeid": report.nodeid,
+            "cited": cited,
+            "outcome": "failed" if cited else "suite error",
+            "blamed": cited,
+            "expectation": None,
+            "message": f"the test's process died: {str(report.longrepr)[:3000]}",
+            "reproduce": _reproduce_command(
+                report.nodeid,
+                backend.name,
+                self.config.rootpath,
+                backend.device,
+                getattr(self.config, "_batchspec_command", False),
+            ),
+            "hypothesis": None,
         }
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        terminalreporter.write_line(f"clause report written to {path}")
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if hasattr(self.config, "workerinput") or not self.records:
+            return  # a pytest-xdist worker: its controller reports
+        self.report = build_report(
+            list(self.records.values()),
+            levels=spec_clauses(),
+            expectations=self.config._batchspec_expectations,
+            strict_expectations=self.config.getoption("--strict-expectations"),
+            header=_header(self.config),
+        )
+        directory = self.config.getoption("--conformance-report")
+        if directory:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+            (Path(directory) / "report.json").write_text(dumps(self.report), encoding="utf-8")
+            (Path(directory) / "report.md").write_text(render_markdown(self.report), encoding="utf-8")
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = self.report["verdict"]["exit_status"]
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.report is None:
+            return
+        backend: Backend = self.config._batchspec_backend
+        verdict = self.report["verdict"]
+        terminalreporter.section(f"batchspec clauses: backend {backend.name} {backend.version}")
+        for clause, row in self.report["clauses"].items():
+            counts = defaultdict(int)
+            for test in row["tests"]:
+                counts[test["outcome"]] += 1
+            detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            terminalreporter.write_line(f"{row['status']:>16}  {row['level']:<6} {clause:<32} ({detail})")
+        if self.report["untested_must_clauses"]:
+            terminalreporter.write_line(
+                f"MUST clauses with no test in this run: {', '.join(self.report['untested_must_clauses'])}"
+            )
+        if self.report["untested_should_clauses"]:
+            terminalreporter.write_line(
+                f"SHOULD clauses with no test in this run: {', '.join(self.report['untested_should_clauses'])}"
+            )
+        notes = [
+            (f"{len(verdict['must_failures'])} MUST clause(s) fail", verdict["must_failures"]),
+            (f"{len(verdict['suite_errors'])} suite error(s)", verdict["suite_errors"]),
+            (f"{len(verdict['should_failures'])} SHOULD clause(s) fail (warnings)", verdict["should_failures"]),
+            (f"{len(verdict['expected_failures'])} expected failure(s)", verdict["expected_failures"]),
+            (f"{len(verdict['unexpected_passes'])} unexpected pass(es)", verdict["unexpected_passes"]),
+            (f"{len(verdict['stale_expectations'])} stale expectation(s)", verdict["stale_expectations"]),
+        ]
+        shown = "; ".join(text for text, items in notes if items)
+        terminalreporter.write_line(
+            f"batchspec verdict: {verdict['result'].upper()} (exit status {verdict['exit_status']})"
+            + (f": {shown}" if shown else "")
+        )
+        directory = self.config.getoption("--conformance-report")
+        if directory:
+            terminalreporter.write_line(f"conformance report written to {directory}/report.json and report.md")

@@ -2,13 +2,15 @@
 
 ``spec_version()`` reads the ``Spec version: **X.Y**`` line; ``spec_clauses()`` maps every
 clause id (``**[id]** MUST`` / ``**[id]** SHOULD``) to its level. The suite, the golden index
-and the clause report all take the version from here.
+and the conformance report all take the version from here.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from batchspec.conformance.golden.layout import SPEC as SPEC_PATH
 
 __all__ = [
     "CLAUSE_PATTERN",
@@ -23,7 +25,6 @@ __all__ = [
     "split_citation",
 ]
 
-SPEC_PATH = Path(__file__).resolve().parents[1] / "SPEC.md"
 CLAUSE_PATTERN = re.compile(r"\*\*\[([a-z0-9-]+)\]\*\*\s+(MUST|SHOULD)")
 VERSION_PATTERN = re.compile(r"^Spec version: \*\*(\d+\.\d+)\*\*", re.M)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.helpers.asserts import assert_tensor_equal
-from conformance.helpers.stored import stored_inputs
+from batchspec.conformance.helpers.asserts import assert_tensor_equal, check
+from batchspec.conformance.helpers.stored import stored_inputs
 
 
 @pytest.mark.requires("adapt_model_inputs")
@@ -20,7 +20,11 @@ def test_without_eligibility_returns_the_mapping_with_ids_of_their_own(backend):
     document_ids = batch["document_ids"]
     before = document_ids.clone()
     out = backend.adapt_model_inputs(batch)
-    assert out is batch, "adapt_model_inputs must return the same mapping object [adapt-attention-ids]"
+    check(
+        out is batch,
+        "adapt_model_inputs must return the same mapping object [adapt-attention-ids]",
+        clause="adapt-attention-ids",
+    )
     out["attention_document_ids"].fill_(9)
     assert_tensor_equal(
         "document_ids",

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import torch
 
-from conformance.helpers.asserts import assert_keys, assert_raises
-from conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
-from conformance.helpers.storage import input_state, state_changes
-from conformance.helpers.stored import stored_inputs, stored_options
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_keys, assert_raises, check
+from batchspec.conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
+from batchspec.conformance.helpers.storage import input_state, state_changes
+from batchspec.conformance.helpers.stored import stored_inputs, stored_options
 
 # --- default_collater ---------------------------------------------------------------------------
 
@@ -43,7 +43,9 @@ def test_default_collater_scalar_fields_are_stacked(backend, values, want):
     assert_keys(out, ["input_ids", "score", "padding_mask"], clause="dcoll-fields", call=call)
     score = out["score"]
     if not isinstance(score, torch.Tensor) or tuple(score.shape) != (2,) or score.tolist() != want:
-        raise AssertionError(f"score={score!r}, but should be a [2] tensor {want} [dcoll-fields: {call}]")
+        raise ClauseFailure(
+            f"score={score!r}, but should be a [2] tensor {want} [dcoll-fields: {call}]", "dcoll-fields"
+        )
 
 
 @pytest.mark.requires("collaters")
@@ -53,7 +55,11 @@ def test_default_collater_keyerror_is_the_missing_key(backend):
     test_default_collater_rejects_a_key_missing_from_a_later_item pins the type and the name)."""
     batch = stored_inputs("test_default_collater_rejects_a_key_missing_from_a_later_item")["batch"]
     error = assert_raises(KeyError, (), backend.default_collater, batch, clause="dcoll-fields")
-    assert error.args == ("labels",), f"KeyError{error.args!r}, but should be KeyError('labels') [dcoll-fields]"
+    check(
+        error.args == ("labels",),
+        f"KeyError{error.args!r}, but should be KeyError('labels') [dcoll-fields]",
+        clause="dcoll-fields",
+    )
 
 
 # --- packed_sequence_thd_collater ------------------------------------------------------------
@@ -64,7 +70,7 @@ def test_default_collater_keyerror_is_the_missing_key(backend):
 def test_thd_collater_of_an_empty_batch_is_a_dict(backend):
     """An empty batch gives a dict (golden case test_thd_collater_of_an_empty_batch: ``{}``)."""
     out = backend.packed_sequence_thd_collater(stored_inputs("test_thd_collater_of_an_empty_batch")["batch"])
-    assert isinstance(out, dict), f"{out!r}, but should be a dict [thdcoll-prepacked]"
+    check(isinstance(out, dict), f"{out!r}, but should be a dict [thdcoll-prepacked]", clause="thdcoll-prepacked")
 
 
 # --- pack_features_for_thd -----------------------------------------------------------------------
@@ -82,11 +88,15 @@ def test_pack_features_for_thd_gives_plain_lists_of_their_own(backend, name):
     out = backend.pack_features_for_thd(stored_inputs(name)["features"], **options)
     call = f"golden case {name}: pack_features_for_thd(features, **{options})"
     for key, value in out.items():
-        assert type(value) is list and all(type(x) is int for x in value), (
-            f"{key}={value!r}, but should be a plain list of ints [pack-features: {call}]"
+        check(
+            type(value) is list and all(type(x) is int for x in value),
+            f"{key}={value!r}, but should be a plain list of ints [pack-features: {call}]",
+            clause="pack-features",
         )
-    assert out["seq_lens_padded"] is not out["seq_lens"], (
-        f"seq_lens_padded is the same list object as seq_lens, but should be a copy [pack-features: {call}]"
+    check(
+        out["seq_lens_padded"] is not out["seq_lens"],
+        f"seq_lens_padded is the same list object as seq_lens, but should be a copy [pack-features: {call}]",
+        clause="pack-features",
     )
 
 
@@ -218,10 +228,11 @@ def _assert_untouched(function, value, *args, call: str, **kwargs) -> None:
     function(value, *args, **kwargs)
     changes = state_changes(before, input_state(value, "batch"))
     if changes:
-        raise AssertionError(
+        raise ClauseFailure(
             f"{call} modified its input, but should leave it untouched (D-6):\n  "
             + "\n  ".join(changes[:8])
-            + f"\n[collaters-no-mutation: {call}]"
+            + f"\n[collaters-no-mutation: {call}]",
+            "collaters-no-mutation",
         )
 
 

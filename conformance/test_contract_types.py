@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conformance.helpers.asserts import assert_batch_equal
-from conformance.helpers.literals import convert
-from conformance.helpers.stored import stored_rows
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, check
+from batchspec.conformance.helpers.literals import convert
+from batchspec.conformance.helpers.stored import stored_rows
 
 
 @pytest.mark.requires("contract_types")
@@ -32,11 +32,16 @@ def test_default_contract_is_immutable_and_valid(backend):
     except Exception:  # noqa: BLE001 - the clause fixes no exception type
         pass
     else:
-        raise AssertionError(
+        raise ClauseFailure(
             "assigning DEFAULT_PACKED_SEQUENCE_CONTRACT.packed_mask_type succeeded, but the "
-            "default contract is immutable [types-default-contract]"
+            "default contract is immutable [types-default-contract]",
+            "types-default-contract",
         )
-    assert default.packed_mask_type == before, "the default contract was mutated [types-default-contract]"
+    check(
+        default.packed_mask_type == before,
+        "the default contract was mutated [types-default-contract]",
+        clause="types-default-contract",
+    )
     assert backend.require_supported_packing_contract(default) is None
 
 
@@ -48,8 +53,10 @@ def test_minimal_structural_contract_works_per_batch(backend, xdoc):
     is left as it was."""
     minimal = SimpleNamespace(packed_mask_type="document_ids", return_packed_sequence_metadata=True)
     out = convert(backend, stored_rows(), minimal, xdoc=xdoc)
-    assert "cu_seqlens" in out and out["attention_mask"].dtype == torch.int64, (
-        f"keys {sorted(out)} [contract-once: a minimal contract must be honoured]"
+    check(
+        "cu_seqlens" in out and out["attention_mask"].dtype == torch.int64,
+        f"keys {sorted(out)} [contract-once: a minimal contract must be honoured]",
+        clause="contract-once",
     )
     assert vars(minimal) == {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
 
@@ -70,8 +77,9 @@ def test_attributes_a_batch_does_not_use_are_not_revalidated_per_batch(backend, 
     try:
         out = convert(backend, rows, unused_invalid, xdoc=xdoc)
     except (TypeError, ValueError) as error:
-        raise AssertionError(
+        raise ClauseFailure(
             f"raised {type(error).__name__}({error}), but a per-batch call should not re-validate the contract "
-            f"[contract-no-revalidation: {call}]"
+            f"[contract-no-revalidation: {call}]",
+            "contract-no-revalidation",
         ) from error
     assert_batch_equal(out, convert(backend, rows, valid, xdoc=xdoc), clause="contract-no-revalidation", call=call)

@@ -22,10 +22,17 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.golden.inputs import build_datum
-from conformance.helpers.asserts import assert_batch_equal, assert_keys, assert_raises, assert_tensor_equal
-from conformance.helpers.literals import IGNORE_INDEX, bools, f32, long
-from conformance.helpers.stored import stored_inputs, stored_options
+from batchspec.conformance.golden.inputs import build_datum
+from batchspec.conformance.helpers.asserts import (
+    ClauseFailure,
+    assert_batch_equal,
+    assert_keys,
+    assert_raises,
+    assert_tensor_equal,
+    check,
+)
+from batchspec.conformance.helpers.literals import IGNORE_INDEX, bools, f32, long
+from batchspec.conformance.helpers.stored import stored_inputs, stored_options
 
 X = IGNORE_INDEX
 
@@ -45,10 +52,16 @@ def test_datum_is_a_dataclass_holding_exactly_the_given_keys(backend):
     values: golden case test_datum_lists_become_int64_and_float32)."""
     spec = stored_inputs("test_datum_lists_become_int64_and_float32")
     d = build_datum(backend, spec)
-    assert dataclasses.is_dataclass(d), f"Datum is {type(d).__name__}, but should be a dataclass [datum-construct]"
-    assert sorted(d.loss_fn_inputs) == sorted(spec["loss_fn_inputs"]), (
+    check(
+        dataclasses.is_dataclass(d),
+        f"Datum is {type(d).__name__}, but should be a dataclass [datum-construct]",
+        clause="datum-construct",
+    )
+    check(
+        sorted(d.loss_fn_inputs) == sorted(spec["loss_fn_inputs"]),
         f"loss_fn_inputs keys {sorted(d.loss_fn_inputs)}, but should be the given {sorted(spec['loss_fn_inputs'])} "
-        "[datum-construct]"
+        "[datum-construct]",
+        clause="datum-construct",
     )
 
 
@@ -68,14 +81,22 @@ def test_datum_numpy_input_ids_become_int64(backend):
 def test_datum_default_loss_fn_inputs_is_its_own_dict(backend):
     """Every Datum built without loss_fn_inputs gets its own empty dict."""
     a, b = backend.Datum([1, 2]), backend.Datum([3])
-    assert a.loss_fn_inputs == {} and b.loss_fn_inputs == {}, (
-        f"default loss_fn_inputs {a.loss_fn_inputs!r}, but should be {{}} [datum-construct]"
+    check(
+        a.loss_fn_inputs == {} and b.loss_fn_inputs == {},
+        f"default loss_fn_inputs {a.loss_fn_inputs!r}, but should be {{}} [datum-construct]",
+        clause="datum-construct",
     )
-    assert a.loss_fn_inputs is not b.loss_fn_inputs, "two Datums share one default dict [datum-construct]"
+    check(
+        a.loss_fn_inputs is not b.loss_fn_inputs,
+        "two Datums share one default dict [datum-construct]",
+        clause="datum-construct",
+    )
     a.loss_fn_inputs["weights"] = torch.tensor([1, 1])
     for other in (b, backend.Datum([4])):
-        assert "weights" not in other.loss_fn_inputs, (
-            "adding a key to one Datum's default loss_fn_inputs shows up in another [datum-construct]"
+        check(
+            "weights" not in other.loss_fn_inputs,
+            "adding a key to one Datum's default loss_fn_inputs shows up in another [datum-construct]",
+            clause="datum-construct",
         )
 
 
@@ -107,8 +128,9 @@ def test_to_features_gives_plain_lists_of_python_ints(backend, name):
     call = f"golden case {name}: Datum(...).to_features({options})"
     for key, value in out.items():
         if type(value) is not list or any(type(x) is not int for x in value):
-            raise AssertionError(
-                f"to_features()[{key!r}]={value!r}, but should be a plain list of Python ints [datum-to-features: {call}]"
+            raise ClauseFailure(
+                f"to_features()[{key!r}]={value!r}, but should be a plain list of Python ints [datum-to-features: {call}]",
+                "datum-to-features",
             )
 
 
@@ -139,8 +161,9 @@ def _assert_datums_unchanged(before: list[dict], datums, *, clause: str, call: s
         now = _datum_state(d)
         for part in then:
             if now[part] != then[part]:
-                raise AssertionError(
-                    f"datums[{index}] {part} changed: {now[part]!r}, but should be {then[part]!r} [{clause}: {call}]"
+                raise ClauseFailure(
+                    f"datums[{index}] {part} changed: {now[part]!r}, but should be {then[part]!r} [{clause}: {call}]",
+                    clause,
                 )
 
 
@@ -168,7 +191,11 @@ def test_padded_targets_on_datum0_only_raises_keyerror_labels(backend):
         build_datum(backend, spec) for spec in stored_inputs("test_collate_padded_targets_on_datum0_only")["datums"]
     ]
     error = assert_raises(KeyError, (), backend.collate_datums, datums, clause="collate-errors")
-    assert error.args == ("labels",), f"KeyError{error.args!r}, but should be KeyError('labels') [collate-errors]"
+    check(
+        error.args == ("labels",),
+        f"KeyError{error.args!r}, but should be KeyError('labels') [collate-errors]",
+        clause="collate-errors",
+    )
 
 
 @pytest.mark.requires("datum")
@@ -354,8 +381,9 @@ def test_padded_collation_invariants(backend, data):
     )
     for b, t in enumerate(len(x) for x in case.ids):
         if bool(out["padding_mask"][b, :t].any()):
-            raise AssertionError(
-                f"padding_mask[{b}, :{t}] has True on a real token [collate-padding-by-position: {call}]"
+            raise ClauseFailure(
+                f"padding_mask[{b}, :{t}] has True on a real token [collate-padding-by-position: {call}]",
+                "collate-padding-by-position",
             )
 
 
@@ -399,21 +427,24 @@ def test_zero_weight_means_ignore_index_in_both_modes(backend, data):
                 target = case.lfi[b]["target_tokens"][i]
                 if w[i] == 0:
                     if label != case.ignore_index:
-                        raise AssertionError(
+                        raise ClauseFailure(
                             f"labels[{row}, {col}]={label} where datum {b}'s weight {i} is 0, but should be "
-                            f"ignore_index {case.ignore_index} [collate-weights: {call}]"
+                            f"ignore_index {case.ignore_index} [collate-weights: {call}]",
+                            "collate-weights",
                         )
                     per_token = weights.dim() == 2
                     value = float(weights[row, col]) if per_token else float(weights[b])
                     if value != 0.0:
-                        raise AssertionError(
+                        raise ClauseFailure(
                             f"weights side input {value} where labels[{row}, {col}] is ignored for a zero weight, "
-                            f"but should be 0 [collate-weights: {call}]"
+                            f"but should be 0 [collate-weights: {call}]",
+                            "collate-weights",
                         )
                 elif label != target:
-                    raise AssertionError(
+                    raise ClauseFailure(
                         f"labels[{row}, {col}]={label}, but should be datum {b}'s own target {target} "
-                        f"[collate-weights: {call}]"
+                        f"[collate-weights: {call}]",
+                        "collate-weights",
                     )
             offset += t
 
@@ -477,11 +508,15 @@ def test_datum_leaves_the_callers_loss_fn_inputs_unchanged(backend):
     objects, values = dict(given), copy.deepcopy(given)
     backend.Datum(spec["input_ids"], given)
     call = f"Datum({spec['input_ids']}, {values})"
-    assert given == values, (
-        f"the caller's loss_fn_inputs became {given!r}, but should be unchanged [datum-construct: {call}]"
+    check(
+        given == values,
+        f"the caller's loss_fn_inputs became {given!r}, but should be unchanged [datum-construct: {call}]",
+        clause="datum-construct",
     )
-    assert all(given[k] is v for k, v in objects.items()), (
-        f"the caller's loss_fn_inputs values were replaced [datum-construct: {call}]"
+    check(
+        all(given[k] is v for k, v in objects.items()),
+        f"the caller's loss_fn_inputs values were replaced [datum-construct: {call}]",
+        clause="datum-construct",
     )
 
 
@@ -493,10 +528,14 @@ def test_datum_holds_a_mapping_of_its_own_even_when_every_value_is_a_tensor(back
     given = {"target_tokens": torch.tensor([4, 5, 6]), "weights": torch.tensor([1.0, 0.0, 1.0])}
     d = backend.Datum(torch.tensor([3, 4, 5]), given)
     call = "Datum(tensor([3,4,5]), {target_tokens: tensor, weights: tensor})"
-    assert d.loss_fn_inputs is not given, (
-        f"the Datum keeps the caller's loss_fn_inputs dict itself [datum-construct: {call}]"
+    check(
+        d.loss_fn_inputs is not given,
+        f"the Datum keeps the caller's loss_fn_inputs dict itself [datum-construct: {call}]",
+        clause="datum-construct",
     )
     d.loss_fn_inputs["advantages"] = torch.tensor(0.5)
-    assert sorted(given) == ["target_tokens", "weights"], (
-        f"the caller's loss_fn_inputs gained {sorted(set(given) - {'target_tokens', 'weights'})} [datum-construct: {call}]"
+    check(
+        sorted(given) == ["target_tokens", "weights"],
+        f"the caller's loss_fn_inputs gained {sorted(set(given) - {'target_tokens', 'weights'})} [datum-construct: {call}]",
+        clause="datum-construct",
     )

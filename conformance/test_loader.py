@@ -12,10 +12,10 @@ from collections import Counter
 import pytest
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
-from conformance.helpers.asserts import Value, assert_raises
-from conformance.helpers.inputs import Contract, packed_row, sample_batch
-from conformance.helpers.literals import IGNORE_INDEX
-from conformance.helpers.pipelines import RecordingPipeline, corpus_pipeline
+from batchspec.conformance.helpers.asserts import Value, assert_raises, check
+from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.pipelines import RecordingPipeline, corpus_pipeline
 
 
 def three_batches():
@@ -32,8 +32,10 @@ def test_construction_does_not_start_the_pipeline(backend):
     """Building the loader never calls iter(pipeline); packing_contract is keyword-only."""
     pipeline = RecordingPipeline(three_batches())
     backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
-    assert pipeline.iter_calls == 0, (
-        f"iter(pipeline) called {pipeline.iter_calls} time(s) at construction, but should be 0 [loader-construct-lazy]"
+    check(
+        pipeline.iter_calls == 0,
+        f"iter(pipeline) called {pipeline.iter_calls} time(s) at construction, but should be 0 [loader-construct-lazy]",
+        clause="loader-construct-lazy",
     )
     with pytest.raises(TypeError):
         backend.ZephonDataLoader(pipeline, identity_convert, "batched", Contract())
@@ -95,22 +97,40 @@ def test_iteration_yields_converted_batches_then_stops_for_good(backend):
     loader = backend.ZephonDataLoader(
         pipeline, lambda sb: seen.append(sb) or {"n": len(seen)}, packing_contract=Contract()
     )
-    assert iter(loader) is loader, "iter(loader) must return the loader itself [loader-iter-self]"
-    out = [next(loader), next(iter(loader)), next(loader)]
-    assert out == [{"n": 1}, {"n": 2}, {"n": 3}], (
-        f"yielded {out}, but should be the convert_batch results in order [loader-next]"
+    check(
+        iter(loader) is loader,
+        "iter(loader) must return the loader itself [loader-iter-self]",
+        clause="loader-iter-self",
     )
-    assert seen == batches, "convert_batch must receive the stream's SampleBatches in order [loader-next]"
-    assert pipeline.iter_calls == 1, (
-        f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-iter-self]"
+    out = [next(loader), next(iter(loader)), next(loader)]
+    check(
+        out == [{"n": 1}, {"n": 2}, {"n": 3}],
+        f"yielded {out}, but should be the convert_batch results in order [loader-next]",
+        clause="loader-next",
+    )
+    check(
+        seen == batches,
+        "convert_batch must receive the stream's SampleBatches in order [loader-next]",
+        clause="loader-next",
+    )
+    check(
+        pipeline.iter_calls == 1,
+        f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-iter-self]",
+        clause="loader-iter-self",
     )
     for _ in range(3):
         with pytest.raises(StopIteration):
             next(loader)
-    assert pipeline.closed == 1, (
-        f"stream closed {pipeline.closed} times after exhaustion, but should be 1 [loader-exhaustion]"
+    check(
+        pipeline.closed == 1,
+        f"stream closed {pipeline.closed} times after exhaustion, but should be 1 [loader-exhaustion]",
+        clause="loader-exhaustion",
     )
-    assert pipeline.iter_calls == 1, "exhaustion must not restart the stream [loader-exhaustion]"
+    check(
+        pipeline.iter_calls == 1,
+        "exhaustion must not restart the stream [loader-exhaustion]",
+        clause="loader-exhaustion",
+    )
 
 
 @pytest.mark.requires("zephon_loader")
@@ -122,11 +142,17 @@ def test_close_is_idempotent_and_stops_iteration(backend):
     next(loader)
     loader.close()
     loader.close()
-    assert pipeline.closed == 1, f"stream closed {pipeline.closed} times, but should be 1 [loader-close]"
+    check(
+        pipeline.closed == 1,
+        f"stream closed {pipeline.closed} times, but should be 1 [loader-close]",
+        clause="loader-close",
+    )
     with pytest.raises(StopIteration):
         next(loader)
-    assert pipeline.iter_calls == 1 and pipeline.taken == 1, (
-        "next() after close() must not restart the stream [loader-close]"
+    check(
+        pipeline.iter_calls == 1 and pipeline.taken == 1,
+        "next() after close() must not restart the stream [loader-close]",
+        clause="loader-close",
     )
     fresh = backend.ZephonDataLoader(RecordingPipeline(three_batches()), identity_convert, packing_contract=Contract())
     fresh.close()  # closing a never-started loader is allowed
@@ -141,11 +167,17 @@ def test_pipeline_or_conversion_failure_closes_the_loader(backend):
     next(loader)
     with pytest.raises(RuntimeError) as raised:
         next(loader)
-    assert raised.value is pipeline.failure, (
+    check(
+        raised.value is pipeline.failure,
         f"next() raised {raised.value!r}, but should re-raise the pipeline's own exception object "
-        f"{pipeline.failure!r} [loader-failure-closes]"
+        f"{pipeline.failure!r} [loader-failure-closes]",
+        clause="loader-failure-closes",
     )
-    assert pipeline.closed == 1, "a pipeline failure must close the stream [loader-failure-closes]"
+    check(
+        pipeline.closed == 1,
+        "a pipeline failure must close the stream [loader-failure-closes]",
+        clause="loader-failure-closes",
+    )
     with pytest.raises(StopIteration):
         next(loader)
 
@@ -158,11 +190,17 @@ def test_pipeline_or_conversion_failure_closes_the_loader(backend):
     loader = backend.ZephonDataLoader(pipeline, broken_convert, packing_contract=Contract())
     with pytest.raises(ValueError) as raised:
         next(loader)
-    assert raised.value is conversion_failure, (
+    check(
+        raised.value is conversion_failure,
         f"next() raised {raised.value!r}, but should re-raise convert_batch's own exception object "
-        "[loader-failure-closes]"
+        "[loader-failure-closes]",
+        clause="loader-failure-closes",
     )
-    assert pipeline.closed == 1, "a convert_batch failure must close the stream [loader-failure-closes]"
+    check(
+        pipeline.closed == 1,
+        "a convert_batch failure must close the stream [loader-failure-closes]",
+        clause="loader-failure-closes",
+    )
 
 
 @pytest.mark.requires("zephon_loader", "convert_text_batch")
@@ -180,8 +218,10 @@ def test_close_releases_real_zephon_workers(backend, tmp_path):
     )
     loader = backend.ZephonDataLoader(pipeline, convert, packing_contract=Contract())
     batch = next(loader)
-    assert tuple(batch["input_ids"].shape) == (2, 128), (
-        f"input_ids.shape={tuple(batch['input_ids'].shape)}, but should be (2, 128) [loader-next]"
+    check(
+        tuple(batch["input_ids"].shape) == (2, 128),
+        f"input_ids.shape={tuple(batch['input_ids'].shape)}, but should be (2, 128) [loader-next]",
+        clause="loader-next",
     )
     assert threading.active_count() > baseline, "# sanity check: the threads runner should have started workers"
     loader.close()
@@ -189,8 +229,10 @@ def test_close_releases_real_zephon_workers(backend, tmp_path):
     while threading.active_count() > baseline and time.monotonic() < deadline:
         time.sleep(0.05)
     leftover = [t.name for t in threading.enumerate()][baseline:]
-    assert threading.active_count() <= baseline, (
-        f"{threading.active_count() - baseline} worker thread(s) still alive after close(): {leftover} [loader-close]"
+    check(
+        threading.active_count() <= baseline,
+        f"{threading.active_count() - baseline} worker thread(s) still alive after close(): {leftover} [loader-close]",
+        clause="loader-close",
     )
     with pytest.raises(StopIteration):
         next(loader)
@@ -216,15 +258,19 @@ def test_failure_to_start_closes_and_never_restarts(backend):
     loader = backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract())
     with pytest.raises(OSError) as raised:
         next(loader)
-    assert raised.value is pipeline.failure, (
+    check(
+        raised.value is pipeline.failure,
         f"next() raised {raised.value!r}, but should re-raise iter(pipeline)'s own exception object "
-        "[loader-failure-closes]"
+        "[loader-failure-closes]",
+        clause="loader-failure-closes",
     )
     for _ in range(2):
         with pytest.raises(StopIteration):
             next(loader)
-    assert pipeline.iter_calls == 1, (
-        f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-failure-closes]"
+    check(
+        pipeline.iter_calls == 1,
+        f"iter(pipeline) called {pipeline.iter_calls} times, but should be 1 [loader-failure-closes]",
+        clause="loader-failure-closes",
     )
 
 
@@ -239,11 +285,13 @@ def test_the_loader_is_an_iterator(backend):
     loader = backend.ZephonDataLoader(
         RecordingPipeline(three_batches()), lambda sb: {"batch": sb}, packing_contract=Contract()
     )
-    assert isinstance(loader, collections.abc.Iterator), (
-        f"{type(loader).__name__} is not a collections.abc.Iterator [loader-iterator]"
+    check(
+        isinstance(loader, collections.abc.Iterator),
+        f"{type(loader).__name__} is not a collections.abc.Iterator [loader-iterator]",
+        clause="loader-iterator",
     )
-    assert issubclass(backend.ZephonDataLoader, collections.abc.Iterator), "[loader-iterator]"
-    assert len([batch for batch in loader]) == 3, "[loader-iterator]"
+    check(issubclass(backend.ZephonDataLoader, collections.abc.Iterator), "[loader-iterator]", clause="loader-iterator")
+    check(len([batch for batch in loader]) == 3, "[loader-iterator]", clause="loader-iterator")
 
 
 @pytest.mark.requires("zephon_loader")
@@ -252,8 +300,10 @@ def test_use_distributed_checkpointing_is_true(backend):
     """The bool ``True`` on the class and on every instance, before and after iteration."""
     cls = backend.ZephonDataLoader
     value = getattr(cls, "use_distributed_checkpointing", "<missing>")
-    assert value is True, (
-        f"ZephonDataLoader.use_distributed_checkpointing={value!r}, but should be True [loader-distributed-checkpointing]"
+    check(
+        value is True,
+        f"ZephonDataLoader.use_distributed_checkpointing={value!r}, but should be True [loader-distributed-checkpointing]",
+        clause="loader-distributed-checkpointing",
     )
     loader = cls(RecordingPipeline(three_batches()), lambda sb: {"batch": sb}, packing_contract=Contract())
     for when, step in (
@@ -262,8 +312,10 @@ def test_use_distributed_checkpointing_is_true(backend):
         ("after close()", lambda: None),
     ):
         value = getattr(loader, "use_distributed_checkpointing", "<missing>")
-        assert value is True, (
-            f"loader.use_distributed_checkpointing={value!r} {when}, but should be True [loader-distributed-checkpointing]"
+        check(
+            value is True,
+            f"loader.use_distributed_checkpointing={value!r} {when}, but should be True [loader-distributed-checkpointing]",
+            clause="loader-distributed-checkpointing",
         )
         step()
 
@@ -294,8 +346,10 @@ def test_component_token_counts_are_added_up(backend):
     for k, want in enumerate(expected):
         next(loader)
         counts = getattr(loader, "_component_tokens", None)
-        assert isinstance(counts, Counter) and dict(+counts) == want, (
-            f"_component_tokens after batch {k + 1} is {counts!r}, but should be Counter({want}) [loader-component-tokens]"
+        check(
+            isinstance(counts, Counter) and dict(+counts) == want,
+            f"_component_tokens after batch {k + 1} is {counts!r}, but should be Counter({want}) [loader-component-tokens]",
+            clause="loader-component-tokens",
         )
 
 
@@ -314,8 +368,10 @@ def test_component_token_counts_of_a_real_pipeline(backend, tmp_path):
         returned = next(loader)["batch"]
         for record in returned.records:
             expected.update(record.meta.component_token_counts or {})
-        assert +loader._component_tokens == +expected, (
-            f"_component_tokens={loader._component_tokens!r}, but should be {expected!r} [loader-component-tokens]"
+        check(
+            +loader._component_tokens == +expected,
+            f"_component_tokens={loader._component_tokens!r}, but should be {expected!r} [loader-component-tokens]",
+            clause="loader-component-tokens",
         )
     assert sum(expected.values()) > 0, "# sanity: Zephon counts tokens per component on packed records"
     loader.close()
@@ -338,5 +394,13 @@ def test_batches_are_what_convert_batch_returns_whatever_the_loader_options(back
     )
     for k in range(3):
         got = next(loader)
-        assert got is made[k], f"next() returned {got!r}, but should return convert_batch's object itself [loader-next]"
-        assert list(got) == ["input_ids", "attention_mask"], "the loader must not rewrite the batch [loader-next]"
+        check(
+            got is made[k],
+            f"next() returned {got!r}, but should return convert_batch's object itself [loader-next]",
+            clause="loader-next",
+        )
+        check(
+            list(got) == ["input_ids", "attention_mask"],
+            "the loader must not rewrite the batch [loader-next]",
+            clause="loader-next",
+        )

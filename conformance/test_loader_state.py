@@ -15,16 +15,15 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
-from conformance.helpers.asserts import assert_batch_equal, assert_raises
-from conformance.helpers.corpus import CorpusTokenizer
-from conformance.helpers.envelope import (
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_raises, check
+from batchspec.conformance.helpers.corpus import CorpusTokenizer
+from batchspec.conformance.helpers.envelope import (
     BAD_ARGUMENTS,
     BODY_KEYS,
     CHECKS,
@@ -46,16 +45,14 @@ from conformance.helpers.envelope import (
     version_of,
     with_version,
 )
-from conformance.helpers.inputs import Contract
-from conformance.helpers.literals import IGNORE_INDEX
-from conformance.helpers.pipelines import (
+from batchspec.conformance.helpers.inputs import Contract
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.pipelines import (
     SpyPipeline,
     corpus_pipeline,
     index_pipeline,
     make_loader,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def take(loader, k):
@@ -82,13 +79,23 @@ def test_state_before_start_is_empty_and_builds_nothing(backend, scratch):
     loader = make_loader(backend, spy)
     assert iter(loader) is loader
     state = loader.state_dict()
-    assert state == {"zephon": b""}, f"state_dict()={state!r}, but should be {{'zephon': b''}} [state-before-start]"
-    loader.load_state_dict({"zephon": b""})
-    assert loader.state_dict() == {"zephon": b""}, "[state-load-empty]"
-    assert spy.calls == {"iter": 0, "checkpoint": 0, "restore": 0}, (
-        f"pipeline calls {spy.calls} before the first next(), but should be none [state-before-start]"
+    check(
+        state == {"zephon": b""},
+        f"state_dict()={state!r}, but should be {{'zephon': b''}} [state-before-start]",
+        clause="state-before-start",
     )
-    assert list(loader) == [[i] for i in range(10)], "b'' on a fresh loader must change nothing [state-load-empty]"
+    loader.load_state_dict({"zephon": b""})
+    check(loader.state_dict() == {"zephon": b""}, "[state-load-empty]", clause="state-load-empty")
+    check(
+        spy.calls == {"iter": 0, "checkpoint": 0, "restore": 0},
+        f"pipeline calls {spy.calls} before the first next(), but should be none [state-before-start]",
+        clause="state-before-start",
+    )
+    check(
+        list(loader) == [[i] for i in range(10)],
+        "b'' on a fresh loader must change nothing [state-load-empty]",
+        clause="state-load-empty",
+    )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -96,17 +103,31 @@ def test_state_before_start_is_empty_and_builds_nothing(backend, scratch):
 def test_load_then_state_dict_round_trips_and_resumes(backend, scratch):
     """F17: after 5 batches S is non-empty; a fresh loader loaded with S returns S and yields [5]..[9]."""
     saved = saved_after(backend, scratch, 5)
-    assert isinstance(saved, dict) and list(saved) == ["zephon"], f"state_dict()={saved!r} [state-after-start]"
-    assert isinstance(saved["zephon"], bytes) and saved["zephon"], (
-        "state after start must be non-empty bytes [state-after-start]"
+    check(
+        isinstance(saved, dict) and list(saved) == ["zephon"],
+        f"state_dict()={saved!r} [state-after-start]",
+        clause="state-after-start",
+    )
+    check(
+        isinstance(saved["zephon"], bytes) and saved["zephon"],
+        "state after start must be non-empty bytes [state-after-start]",
+        clause="state-after-start",
     )
     spy = SpyPipeline(index_pipeline(scratch, 10, 2, "redistribute"))
     loader = make_loader(backend, spy)
     loader.load_state_dict(saved)
     again = loader.state_dict()
-    assert again == saved, "state_dict() right after a load must return exactly the loaded bytes [state-roundtrip]"
-    assert spy.calls["iter"] == 0 and spy.calls["checkpoint"] == 0, f"pipeline calls {spy.calls} [state-before-start]"
-    assert list(loader) == [[i] for i in range(5, 10)], "[state-exact-resume]"
+    check(
+        again == saved,
+        "state_dict() right after a load must return exactly the loaded bytes [state-roundtrip]",
+        clause="state-roundtrip",
+    )
+    check(
+        spy.calls["iter"] == 0 and spy.calls["checkpoint"] == 0,
+        f"pipeline calls {spy.calls} [state-before-start]",
+        clause="state-before-start",
+    )
+    check(list(loader) == [[i] for i in range(5, 10)], "[state-exact-resume]", clause="state-exact-resume")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -117,7 +138,7 @@ def test_iter_then_load_resumes(backend, scratch):
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     iterator = iter(loader)
     loader.load_state_dict(saved)
-    assert list(iterator) == [[i] for i in range(5, 10)], "[state-iter-then-load]"
+    check(list(iterator) == [[i] for i in range(5, 10)], "[state-iter-then-load]", clause="state-iter-then-load")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -129,7 +150,11 @@ def test_load_after_next_raises_runtime_error(backend, scratch, which):
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     assert next(loader) == [0]
     assert_raises(RuntimeError, (), loader.load_state_dict, saved, clause="state-load-after-start")
-    assert next(loader) == [1], "a rejected load must not disturb the stream [state-load-after-start]"
+    check(
+        next(loader) == [1],
+        "a rejected load must not disturb the stream [state-load-after-start]",
+        clause="state-load-after-start",
+    )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -139,8 +164,8 @@ def test_loading_twice_the_last_wins(backend, scratch):
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     loader.load_state_dict(first)
     loader.load_state_dict(second)
-    assert loader.state_dict() == second, "[state-roundtrip]"
-    assert list(loader) == [[7], [8], [9]], "the last load must win [state-load-twice]"
+    check(loader.state_dict() == second, "[state-roundtrip]", clause="state-roundtrip")
+    check(list(loader) == [[7], [8], [9]], "the last load must win [state-load-twice]", clause="state-load-twice")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -151,10 +176,12 @@ def test_state_after_close_covers_returned_batches(backend, scratch):
     take(loader, 3)
     loader.close()
     saved = loader.state_dict()
-    assert saved["zephon"], "state after close() must be non-empty bytes [state-after-start]"
+    check(
+        saved["zephon"], "state after close() must be non-empty bytes [state-after-start]", clause="state-after-start"
+    )
     resumed = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     resumed.load_state_dict(saved)
-    assert list(resumed) == [[i] for i in range(3, 10)], "[state-after-start]"
+    check(list(resumed) == [[i] for i in range(3, 10)], "[state-after-start]", clause="state-after-start")
 
 
 # --- F16: end of epoch, endless streams ---------------------------------------------------
@@ -171,12 +198,20 @@ def test_end_of_epoch_state_does_not_replay(backend, scratch, when):
     else:
         assert take(loader, 4) == [[0], [1], [2], [3]]
     saved = loader.state_dict()
-    assert saved["zephon"], "state after the last batch must be non-empty bytes [state-after-start]"
+    check(
+        saved["zephon"],
+        "state after the last batch must be non-empty bytes [state-after-start]",
+        clause="state-after-start",
+    )
     resumed = make_loader(backend, index_pipeline(scratch, 4, 2, "redistribute"))
     resumed.load_state_dict(saved)
-    assert resumed.state_dict() == saved, "[state-roundtrip]"
+    check(resumed.state_dict() == saved, "[state-roundtrip]", clause="state-roundtrip")
     rest = list(resumed)
-    assert rest == [], f"resuming an end-of-epoch state yielded {rest}, but should yield nothing [state-end-of-epoch]"
+    check(
+        rest == [],
+        f"resuming an end-of-epoch state yielded {rest}, but should yield nothing [state-end-of-epoch]",
+        clause="state-end-of-epoch",
+    )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -198,8 +233,10 @@ def test_endless_stream_resumes_after_one_pass(backend, scratch, shuffle, first_
     resumed = make_loader(backend, index_pipeline(scratch, 4, 4, "repeat", shuffle=shuffle))
     resumed.load_state_dict(saved)
     got = take(resumed, 8)
-    assert got == [[i] for i in continuation], (
-        f"resumed {got}, but should continue with {continuation} (pass 2, not pass 1 again) [state-exact-resume]"
+    check(
+        got == [[i] for i in continuation],
+        f"resumed {got}, but should continue with {continuation} (pass 2, not pass 1 again) [state-exact-resume]",
+        clause="state-exact-resume",
     )
 
 
@@ -225,7 +262,11 @@ def test_endless_stream_resumes_after_one_pass(backend, scratch, shuffle, first_
 def test_malformed_state_mapping_is_rejected(backend, scratch, name, error):
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     assert_raises(error, (), loader.load_state_dict, BAD_ARGUMENTS[name], clause="state-load-errors")
-    assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-errors]"
+    check(
+        loader.state_dict() == {"zephon": b""},
+        "a rejected load must change nothing [state-load-errors]",
+        clause="state-load-errors",
+    )
     assert list(loader) == [[i] for i in range(10)]
 
 
@@ -237,7 +278,7 @@ def test_empty_state_after_a_non_empty_load_is_rejected(backend, scratch):
     loader.load_state_dict(saved)
     assert_raises(ValueError, (), loader.load_state_dict, {"zephon": b""}, clause="state-load-empty")
     assert loader.state_dict() == saved
-    assert list(loader) == [[i] for i in range(5, 10)], "[state-load-empty]"
+    check(list(loader) == [[i] for i in range(5, 10)], "[state-load-empty]", clause="state-load-empty")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -254,10 +295,26 @@ def test_fingerprint_mismatch_names_both_fingerprints(backend, scratch, other):
         ValueError, ("fingerprint mismatch",), loader.load_state_dict, saved, clause="state-load-validates-first"
     )
     named = set(HEX64.findall(str(error)))
-    assert len(named) == 2, f"message {str(error)!r} should name both sha256 fingerprints [state-fingerprint]"
-    assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-validates-first]"
-    assert spy.calls["restore"] == 0, "nothing may be restored from a rejected state [state-load-validates-first]"
-    assert len(list(loader)) > 0, "the loader must still run from the start [state-load-validates-first]"
+    check(
+        len(named) == 2,
+        f"message {str(error)!r} should name both sha256 fingerprints [state-fingerprint]",
+        clause="state-fingerprint",
+    )
+    check(
+        loader.state_dict() == {"zephon": b""},
+        "a rejected load must change nothing [state-load-validates-first]",
+        clause="state-load-validates-first",
+    )
+    check(
+        spy.calls["restore"] == 0,
+        "nothing may be restored from a rejected state [state-load-validates-first]",
+        clause="state-load-validates-first",
+    )
+    check(
+        len(list(loader)) > 0,
+        "the loader must still run from the start [state-load-validates-first]",
+        clause="state-load-validates-first",
+    )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -268,14 +325,13 @@ def test_fingerprint_ignores_runtime_options(backend, scratch):
     pipeline = index_pipeline(scratch / "other", 10, 2, "redistribute", run_id="another-run")
     loader = make_loader(backend, pipeline)
     loader.load_state_dict(saved)
-    assert list(loader) == [[i] for i in range(4, 10)], "[state-fingerprint]"
+    check(list(loader) == [[i] for i in range(4, 10)], "[state-fingerprint]", clause="state-fingerprint")
 
 
 _SUBPROCESS = """
 import json, os, sys
-sys.path.insert(0, {root!r})
-from conformance.backends import load_backend
-from conformance.test_loader_state import index_pipeline, make_loader, take
+from batchspec.conformance.backends import load_backend
+from batchspec.conformance.test_loader_state import index_pipeline, make_loader, take
 backend = load_backend({backend!r})
 loader = make_loader(backend, index_pipeline({scratch!r}, 40, 8, "redistribute", pack=(8, "wrap")))
 take(loader, 2)
@@ -290,19 +346,21 @@ def test_state_is_identical_across_processes(backend, scratch):
     outputs = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed, ZEPHON_CATALOG_DIR=str(scratch / f"catalog{seed}"))
-        code = _SUBPROCESS.format(root=str(ROOT), backend=backend.name, scratch=str(scratch / f"p{seed}"))
+        code = _SUBPROCESS.format(backend=backend.name, scratch=str(scratch / f"p{seed}"))
         done = subprocess.run(
-            [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
         )
         assert done.returncode == 0, done.stderr[-3000:]
         outputs.append(bytes.fromhex(done.stdout.strip()))
-    assert outputs[0] == outputs[1], (
-        "equal states saved in two processes must be equal bytes [state-envelope, state-fingerprint]"
+    check(
+        outputs[0] == outputs[1],
+        "equal states saved in two processes must be equal bytes [state-envelope, state-fingerprint]",
+        clause="state-envelope, state-fingerprint",
     )
     here = make_loader(backend, index_pipeline(scratch, 40, 8, "redistribute", pack=(8, "wrap")))
     uninterrupted = make_loader(backend, index_pipeline(scratch, 40, 8, "redistribute", pack=(8, "wrap")))
     here.load_state_dict({"zephon": outputs[0]})
-    assert list(here) == list(uninterrupted)[2:], "[state-exact-resume]"
+    check(list(here) == list(uninterrupted)[2:], "[state-exact-resume]", clause="state-exact-resume")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -314,10 +372,14 @@ def test_canonical_replicas_change_names_both_values(backend, scratch):
         ValueError, ("canonical_replicas changed",), loader.load_state_dict, saved, clause="state-load-validates-first"
     )
     assert_raises(ValueError, (2, 3), loader.load_state_dict, saved, clause="state-canonical-replicas")
-    assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
+    check(loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]", clause="state-load-validates-first")
     same = make_loader(backend, index_pipeline(scratch, 12, 2, "redistribute", canonical_replicas=2))
     same.load_state_dict(saved)
-    assert len(list(same)) == 10, "the same canonical_replicas resumes the remaining 10 rows [state-canonical-replicas]"
+    check(
+        len(list(same)) == 10,
+        "the same canonical_replicas resumes the remaining 10 rows [state-canonical-replicas]",
+        clause="state-canonical-replicas",
+    )
 
 
 # --- envelope -----------------------------------------------------------------------------
@@ -343,12 +405,17 @@ def test_canonical_replicas_change_names_both_values(backend, scratch):
 def test_tampered_envelope_is_rejected_by_name(backend, scratch, corruption, check):
     saved = saved_after(backend, scratch, 5)
     data = saved["zephon"]
-    assert data[: len(MAGIC)] == MAGIC and version_of(data) == VERSION, "envelope header [state-envelope]"
-    assert len(data) == HEADER + body_length(data) + DIGEST, "[state-envelope]"
-    assert digest_matches(data), "digest of everything before it [state-envelope]"
+    if not (data[: len(MAGIC)] == MAGIC and version_of(data) == VERSION):
+        raise ClauseFailure("envelope header [state-envelope]", "state-envelope")
+    if not len(data) == HEADER + body_length(data) + DIGEST:
+        raise ClauseFailure("[state-envelope]", "state-envelope")
+    if not digest_matches(data):
+        raise ClauseFailure("digest of everything before it [state-envelope]", "state-envelope")
     body = raw_body(data)
-    assert body == canonical_json(json.loads(body)), "the body must be canonical JSON [state-envelope]"
-    assert sorted(json.loads(body)) == list(BODY_KEYS), "[state-envelope]"
+    if not body == canonical_json(json.loads(body)):
+        raise ClauseFailure("the body must be canonical JSON [state-envelope]", "state-envelope")
+    if not sorted(json.loads(body)) == list(BODY_KEYS):
+        raise ClauseFailure("[state-envelope]", "state-envelope")
 
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     # The message contains the failed check's name [state-load-validates-first]; the rest of it is free.
@@ -359,9 +426,11 @@ def test_tampered_envelope_is_rejected_by_name(backend, scratch, corruption, che
         {"zephon": corrupt(data, [corruption])},
         clause="state-load-validates-first",
     )
-    assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
+    if not loader.state_dict() == {"zephon": b""}:
+        raise ClauseFailure("[state-load-validates-first]", "state-load-validates-first")
     loader.load_state_dict(saved)
-    assert list(loader) == [[i] for i in range(5, 10)], "a correct state still loads [state-load-validates-first]"
+    if not list(loader) == [[i] for i in range(5, 10)]:
+        raise ClauseFailure("a correct state still loads [state-load-validates-first]", "state-load-validates-first")
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -384,19 +453,26 @@ def test_random_and_mutated_bytes_raise_only_value_error(backend, scratch):
         except ValueError:
             pass
         except Exception as error:
-            raise AssertionError(
+            raise ClauseFailure(
                 f"{len(data)} mutated bytes raised {type(error).__name__}({error}), but only ValueError is allowed "
-                "[state-load-validates-first]"
+                "[state-load-validates-first]",
+                "state-load-validates-first",
             ) from error
         else:
-            assert data == b"", f"{data[:40]!r}... was accepted, but should be rejected [state-envelope]"
-        assert loader.state_dict() == {"zephon": b""}, (
-            "a rejected load must change nothing [state-load-validates-first]"
+            check(
+                data == b"",
+                f"{data[:40]!r}... was accepted, but should be rejected [state-envelope]",
+                clause="state-envelope",
+            )
+        check(
+            loader.state_dict() == {"zephon": b""},
+            "a rejected load must change nothing [state-load-validates-first]",
+            clause="state-load-validates-first",
         )
 
     feed()
     loader.load_state_dict(saved)
-    assert list(loader) == [[i] for i in range(5, 10)], "[state-exact-resume]"
+    check(list(loader) == [[i] for i in range(5, 10)], "[state-exact-resume]", clause="state-exact-resume")
 
 
 # --- the real corpus pipeline and convert_text_batch ---------------------------------------
@@ -427,11 +503,13 @@ def test_corpus_pipeline_resumes_exactly(backend, scratch):
 
     resumed = loader()
     resumed.load_state_dict(saved)
-    assert resumed.state_dict() == saved, "[state-roundtrip]"
+    check(resumed.state_dict() == saved, "[state-roundtrip]", clause="state-roundtrip")
     for k, want in enumerate(expected):
         got = next(resumed)
-        assert list(got) == list(want), (
-            f"batch {4 + k}: keys {list(got)}, but should be {list(want)} [state-exact-resume]"
+        check(
+            list(got) == list(want),
+            f"batch {4 + k}: keys {list(got)}, but should be {list(want)} [state-exact-resume]",
+            clause="state-exact-resume",
         )
         assert_batch_equal(got, want, clause="state-exact-resume", call=f"batch {4 + k} after resume")
     resumed.close()
@@ -508,14 +586,21 @@ def test_the_first_failed_check_is_reported(backend, scratch, corruptions, check
         ValueError, (check,), loader.load_state_dict, {"zephon": data}, clause="state-load-validates-first"
     )
     named = named_checks(error)
-    assert named == [check], (
-        f"message {str(error)!r} names the checks {named}, but should name only {check!r}, the first that fails "
-        "[state-load-validates-first]"
-    )
-    assert loader.state_dict() == {"zephon": b""}, "a rejected load must change nothing [state-load-validates-first]"
-    assert spy.calls == {"iter": 0, "checkpoint": 0, "restore": 0}, (
-        f"pipeline calls {spy.calls} during a rejected load, but should be none [state-load-validates-first]"
-    )
+    if not named == [check]:
+        raise ClauseFailure(
+            f"message {str(error)!r} names the checks {named}, but should name only {check!r}, the first that fails "
+            "[state-load-validates-first]",
+            "state-load-validates-first",
+        )
+    if not loader.state_dict() == {"zephon": b""}:
+        raise ClauseFailure(
+            "a rejected load must change nothing [state-load-validates-first]", "state-load-validates-first"
+        )
+    if not spy.calls == {"iter": 0, "checkpoint": 0, "restore": 0}:
+        raise ClauseFailure(
+            f"pipeline calls {spy.calls} during a rejected load, but should be none [state-load-validates-first]",
+            "state-load-validates-first",
+        )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -524,7 +609,11 @@ def test_the_first_failed_check_is_reported(backend, scratch, corruptions, check
 def test_the_version_byte_is_exactly_one(backend, scratch, version):
     """Any version byte but 1 is rejected, also with a correct digest; the version is named."""
     saved = envelope_after(backend, index_pipeline(scratch / "saved", 10, 2, "redistribute"), 5)
-    assert saved[: len(MAGIC)] == MAGIC and version_of(saved) == VERSION, f"header {saved[:9]!r} [state-envelope]"
+    check(
+        saved[: len(MAGIC)] == MAGIC and version_of(saved) == VERSION,
+        f"header {saved[:9]!r} [state-envelope]",
+        clause="state-envelope",
+    )
     other = corrupt(with_version(saved, version), ["resign"])
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     assert_raises(
@@ -534,9 +623,13 @@ def test_the_version_byte_is_exactly_one(backend, scratch, version):
         {"zephon": other},
         clause="state-load-validates-first",
     )
-    assert loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]"
+    check(loader.state_dict() == {"zephon": b""}, "[state-load-validates-first]", clause="state-load-validates-first")
     loader.load_state_dict({"zephon": saved})
-    assert list(loader) == [[i] for i in range(5, 10)], "a correct state still loads [state-exact-resume]"
+    check(
+        list(loader) == [[i] for i in range(5, 10)],
+        "a correct state still loads [state-exact-resume]",
+        clause="state-exact-resume",
+    )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
@@ -553,8 +646,10 @@ def test_foreign_bytes_are_a_bad_magic(backend, scratch, data):
     error = assert_raises(
         ValueError, ("bad magic",), loader.load_state_dict, {"zephon": data}, clause="state-load-validates-first"
     )
-    assert named_checks(error) == ["bad magic"], (
-        f"message {str(error)!r} should name only 'bad magic' [state-load-validates-first]"
+    check(
+        named_checks(error) == ["bad magic"],
+        f"message {str(error)!r} should name only 'bad magic' [state-load-validates-first]",
+        clause="state-load-validates-first",
     )
 
 
@@ -585,8 +680,10 @@ def test_after_the_start_every_load_is_a_runtime_error(backend, scratch, kind, n
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     assert next(loader) == [0]
     assert_raises(RuntimeError, (), loader.load_state_dict, argument, clause="state-load-after-start")
-    assert list(loader) == [[i] for i in range(1, 10)], (
-        "a rejected load must not disturb the stream [state-load-after-start]"
+    check(
+        list(loader) == [[i] for i in range(1, 10)],
+        "a rejected load must not disturb the stream [state-load-after-start]",
+        clause="state-load-after-start",
     )
 
 
@@ -613,7 +710,11 @@ def named_fingerprint(backend, pipeline) -> str:
         clause="state-fingerprint",
     )
     named = set(HEX64.findall(str(error))) - {ZEROS}
-    assert len(named) == 1, f"message {str(error)!r} should name the pipeline's fingerprint [state-fingerprint]"
+    check(
+        len(named) == 1,
+        f"message {str(error)!r} should name the pipeline's fingerprint [state-fingerprint]",
+        clause="state-fingerprint",
+    )
     return named.pop()
 
 
@@ -714,9 +815,11 @@ def test_fingerprint_is_the_sha256_of_the_canonical_description(backend, scratch
     build, stages = PIPELINES[name]
     expected = fingerprint_of(stages)
     got = named_fingerprint(backend, build(scratch))
-    assert got == expected, (
+    check(
+        got == expected,
         f"fingerprint {got}, but should be {expected}, the sha256 of "
-        f"{canonical_json({'batchspec_fingerprint': 1, 'stages': stages}).decode()} [state-fingerprint-canonical]"
+        f"{canonical_json({'batchspec_fingerprint': 1, 'stages': stages}).decode()} [state-fingerprint-canonical]",
+        clause="state-fingerprint-canonical",
     )
 
 
@@ -729,11 +832,13 @@ def test_saved_envelope_holds_the_canonical_fingerprint(backend, scratch, name):
     build, stages = PIPELINES[name]
     data = envelope_after(backend, build(scratch / "saved"), 1)
     fingerprint = body_of(data)["fingerprint"]
-    assert fingerprint == fingerprint_of(stages), (
+    check(
+        fingerprint == fingerprint_of(stages),
         f"the envelope's fingerprint is {fingerprint}, but should be {fingerprint_of(stages)} "
-        "[state-fingerprint-canonical]"
+        "[state-fingerprint-canonical]",
+        clause="state-fingerprint-canonical",
     )
     resumed = make_loader(backend, build(scratch / "resumed"))
     resumed.load_state_dict({"zephon": data})
     uninterrupted = make_loader(backend, build(scratch / "uninterrupted"))
-    assert list(resumed)[:3] == list(uninterrupted)[1:4], "[state-exact-resume]"
+    check(list(resumed)[:3] == list(uninterrupted)[1:4], "[state-exact-resume]", clause="state-exact-resume")

@@ -3,7 +3,7 @@ rank processes, two launchers.
 
 Each test launches one job per phase (a phase is a fresh set of processes, as after a
 restart) through the backend under test, then checks the JSON every rank wrote. A job is
-either ``mpiexec -n K python -m conformance.multirank.mpi_main`` (mpi4py) or ``python -m
+either ``mpiexec -n K python -m batchspec.conformance.multirank.mpi_main`` (mpi4py) or ``python -m
 conformance.multirank.torch_main --ranks K`` (torch.distributed, gloo, spawned processes);
 both run the same scenario code, ``conformance/multirank/scenarios.py``. ``--launcher``
 selects them (default: both). Every rank process loads ``--backend`` itself; the directory
@@ -32,11 +32,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.helpers.asserts import names
-from conformance.helpers.envelope import DIGEST, HEADER, MAGIC, body_of
-from conformance.plugin import HARNESS_TAG, LAUNCHERS
+from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError, check, names
+from batchspec.conformance.helpers.envelope import DIGEST, HEADER, MAGIC, body_of
+from batchspec.conformance.plugin import LAUNCHERS
 
-ROOT = Path(__file__).resolve().parents[1]
 JOB_TIMEOUT_S = 120
 C = 4  # canonical_replicas of the scenarios unless a test says otherwise
 
@@ -95,16 +94,17 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
     params = {"scratch_dir": str(workdir), "run_id": name, **params}
     job = ["--backend", backend_spec, "--out", str(out), "--params", json.dumps(params)]
     if launcher == "mpiexec":
-        command = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "conformance.multirank.mpi_main", *job]
+        command = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "batchspec.conformance.multirank.mpi_main", *job]
     else:
-        command = [sys.executable, "-m", "conformance.multirank.torch_main", "--ranks", str(ranks), *job]
-    # The repository first, then the caller's path, then where pytest found the backend.
-    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH"), backend_dir(backend_spec)]))
+        command = [sys.executable, "-m", "batchspec.conformance.multirank.torch_main", "--ranks", str(ranks), *job]
+    # The caller's path, then where pytest found the backend; the rank processes start in the
+    # caller's directory, as pytest did (batchspec itself is an installed package).
+    pythonpath = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), backend_dir(backend_spec)]))
     env = dict(os.environ, ZEPHON_CATALOG_DIR=str(workdir / "catalog"), PYTHONPATH=pythonpath)
     started = time.monotonic()
     process = subprocess.Popen(
         command,
-        cwd=ROOT,
+        cwd=Path.cwd(),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -126,11 +126,10 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
             if "BackendError" in output:
                 hint = (
                     f"\nthe rank processes could not load --backend {backend_spec!r} although pytest could; "
-                    f"make its module importable from {ROOT} with PYTHONPATH"
+                    f"make its module importable from {Path.cwd()} with PYTHONPATH"
                 )
-            pytest.fail(
-                f"{launcher} job {name!r}: rank {rank} wrote no result (rc={process.returncode}) "
-                f"{HARNESS_TAG}{hint}\n{output[-4000:]}"
+            raise SuiteError(
+                f"{launcher} job {name!r}: rank {rank} wrote no result (rc={process.returncode}){hint}\n{output[-4000:]}"
             )
         results.append(json.loads(path.read_text(encoding="utf-8")))
     return process.returncode, results, elapsed, output[-4000:]
@@ -148,16 +147,22 @@ def ok(job, name, clause=None):
     if any("timed out" in e.lower() for e in errors):
         tags.append("state-collective-all-ranks")
     tag = f" [{', '.join(tags)}]" if tags else ""
-    assert returncode == 0 and not errors, f"job {name!r} failed (rc={returncode}){tag}:\n" + "\n".join(errors) + output
+    if not (returncode == 0 and not errors):
+        message = f"job {name!r} failed (rc={returncode}){tag}:\n" + "\n".join(errors) + output
+        if tags:
+            raise ClauseFailure(message, tags)
+        raise AssertionError(message)
     return results
 
 
 def assert_loaded(results, name):
     """Every rank's state_dict() right after load_state_dict() returned the loaded bytes."""
     for r in results:
-        assert r["loaded"], (
+        check(
+            r["loaded"],
             f"job {name!r}, rank {r['rank']}: state_dict() right after loading bytes with sha256 "
-            f"{r['loaded_sha256'][:16]}… returned {r['after_load']} instead of those bytes [state-roundtrip]"
+            f"{r['loaded_sha256'][:16]}… returned {r['after_load']} instead of those bytes [state-roundtrip]",
+            clause="state-roundtrip",
         )
 
 
@@ -173,9 +178,11 @@ def resumed_at(got: list, uninterrupted: list, cursor: int) -> str:
 def assert_continues(who: str, got: list, uninterrupted: list, cursor: int, clause: str) -> None:
     """``got`` (what a rank read after the restore) is ``uninterrupted[cursor:]``."""
     expected = uninterrupted[cursor:]
-    assert got == expected, (
+    check(
+        got == expected,
         f"{who} saved after {cursor} batches; its resumed stream differs from its uninterrupted tail at "
-        f"{difference(got, expected)}{resumed_at(got, uninterrupted, cursor)} [{clause}]"
+        f"{difference(got, expected)}{resumed_at(got, uninterrupted, cursor)} [{clause}]",
+        clause=clause,
     )
 
 
@@ -196,7 +203,7 @@ def state_bytes(workdir: Path, name: str, ranks: int) -> list[bytes]:
 
 
 def envelope_topology(data: bytes) -> dict:
-    assert data[: len(MAGIC)] == MAGIC, f"state starts with {data[:8]!r} [state-envelope]"
+    check(data[: len(MAGIC)] == MAGIC, f"state starts with {data[:8]!r} [state-envelope]", clause="state-envelope")
     return body_of(data)["topology"]
 
 
@@ -229,20 +236,25 @@ def where_bytes_differ(a: bytes, b: bytes) -> str:
 def assert_identical_states(workdir, name, results, topology):
     """Every rank's state_dict() returned the same bytes, an envelope of ``topology``."""
     shas = [r["state_sha256"] for r in results]
-    assert all(r["all_state_sha256"] == shas for r in results), (
-        f"job {name!r}: ranks disagree on the gathered sha256s [state-all-ranks-identical]"
+    check(
+        all(r["all_state_sha256"] == shas for r in results),
+        f"job {name!r}: ranks disagree on the gathered sha256s [state-all-ranks-identical]",
+        clause="state-all-ranks-identical",
     )
     states = state_bytes(workdir, name, len(results))
     differing = [rank for rank, data in enumerate(states) if data != states[0]]
     if differing:
-        pytest.fail(
+        raise ClauseFailure(
             f"job {name!r}: state_dict() bytes differ across ranks (sha256 by rank {shas}); rank 0 vs rank "
             f"{differing[0]}: {where_bytes_differ(states[0], states[differing[0]])}; every rank must return the same "
-            "merged state [state-all-ranks-identical]"
+            "merged state [state-all-ranks-identical]",
+            "state-all-ranks-identical",
         )
     got = envelope_topology(states[0])
-    assert got == topology, (
-        f"job {name!r}: the envelope's topology is {got}, but the job ran {topology} [state-envelope]"
+    check(
+        got == topology,
+        f"job {name!r}: the envelope's topology is {got}, but the job ran {topology} [state-envelope]",
+        clause="state-envelope",
     )
 
 
@@ -288,9 +300,17 @@ def test_f18_dp4_all_ranks_identical_state_and_exact_resume(run, f18_dp4_saved):
     a new 4-rank job loading them continues each rank's uninterrupted tail."""
     workdir, saved = f18_dp4_saved
     got = [flat(r["uninterrupted"]) for r in saved]
-    assert got == F18_DP4, f"F18's uninterrupted 4-rank run is {F18_DP4}, got {got} [state-multirank-resume]"
+    check(
+        got == F18_DP4,
+        f"F18's uninterrupted 4-rank run is {F18_DP4}, got {got} [state-multirank-resume]",
+        clause="state-multirank-resume",
+    )
     got = [flat(r["batches"]) for r in saved]
-    assert got == [[lst[0]] for lst in F18_DP4], f"each rank's first batch: {got} [state-multirank-resume]"
+    check(
+        got == [[lst[0]] for lst in F18_DP4],
+        f"each rank's first batch: {got} [state-multirank-resume]",
+        clause="state-multirank-resume",
+    )
     assert_identical_states(workdir, "dp4-save", saved, {"world_size": 4, "dp_degree": 4, "canonical_replicas": 4})
     resumed = ok(
         run(4, workdir, "dp4-resume", load=str(workdir / "dp4-save" / "state_r0.bin")),
@@ -317,9 +337,11 @@ def test_f18_dp4_state_resumed_on_dp2(run, f18_dp4_saved):
     for rank in range(2):
         got = [sorted(flat(per_rank[rank][2 * s : 2 * s + 2])) for s in range(3)]
         expected = [sorted(F18_DP2_AFTER_STEP1[rank][2 * s : 2 * s + 2]) for s in range(3)]
-        assert got == expected, (
+        check(
+            got == expected,
             f"F18: rank {rank} of 2 read {flat(per_rank[rank])} in global steps 2-4 ({got}), but should read the "
-            f"rows of its lanes {expected} (order inside a step is free) [state-elastic-resume]"
+            f"rows of its lanes {expected} (order inside a step is free) [state-elastic-resume]",
+            clause="state-elastic-resume",
         )
 
 
@@ -337,8 +359,10 @@ def test_f18_ranks_at_different_cursors(run, tmp_path):
     saved = ok(run(2, tmp_path, "cursor-save", canonical_replicas=2, take=F18_CURSOR_TAKE, save=True), "cursor-save")
     for rank, result in enumerate(saved):
         prefix = F18_CURSOR_UNINTERRUPTED[rank][: F18_CURSOR_TAKE[rank]]
-        assert flat(result["batches"]) == prefix, (
-            f"F18: rank {rank} read {flat(result['batches'])} before saving, expected {prefix} [state-multirank-resume]"
+        check(
+            flat(result["batches"]) == prefix,
+            f"F18: rank {rank} read {flat(result['batches'])} before saving, expected {prefix} [state-multirank-resume]",
+            clause="state-multirank-resume",
         )
     assert_identical_states(tmp_path, "cursor-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 2})
     resumed = ok(
@@ -384,9 +408,11 @@ def test_corpus_dp2_mid_step_at_different_cursors_resumes_each_rank(run, tmp_pat
     take = [3, 2]
     saved = ok(run(2, tmp_path, "dp2-save", take=take, save=True, uninterrupted=True, **CORPUS), "dp2-save")
     for rank, result in enumerate(saved):
-        assert result["batches"] == result["uninterrupted"][: take[rank]], (
+        check(
+            result["batches"] == result["uninterrupted"][: take[rank]],
             f"rank {rank}: the first {take[rank]} batches differ from its uninterrupted run at "
-            f"{difference(result['batches'], result['uninterrupted'][: take[rank]])} [state-multirank-resume]"
+            f"{difference(result['batches'], result['uninterrupted'][: take[rank]])} [state-multirank-resume]",
+            clause="state-multirank-resume",
         )
     assert_identical_states(tmp_path, "dp2-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 4})
     resumed = ok(
@@ -414,20 +440,26 @@ def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_
     )
     for group in (0, 1):
         first, second = results[2 * group], results[2 * group + 1]
-        assert first["uninterrupted"] == second["uninterrupted"], (
+        check(
+            first["uninterrupted"] == second["uninterrupted"],
             f"DP group {group}: TP peers (ranks {2 * group}, {2 * group + 1}) read different streams, first at "
-            f"{difference(second['uninterrupted'], first['uninterrupted'])} [state-tp-peers]"
+            f"{difference(second['uninterrupted'], first['uninterrupted'])} [state-tp-peers]",
+            clause="state-tp-peers",
         )
-        assert first["batches"] == second["batches"] == first["uninterrupted"][:k], (
+        check(
+            first["batches"] == second["batches"] == first["uninterrupted"][:k],
             f"DP group {group}: the peers' first {k} batches differ from each other or from the group's stream "
-            "[state-tp-peers]"
+            "[state-tp-peers]",
+            clause="state-tp-peers",
         )
     group_rows = [flat(results[rank]["uninterrupted"]) for rank in (0, 2)]
     all_rows = flat(flat(r["uninterrupted"] for r in corpus_dp4_saved[1]))
-    assert not set(group_rows[0]) & set(group_rows[1]) and sorted(group_rows[0] + group_rows[1]) == sorted(all_rows), (
+    check(
+        not set(group_rows[0]) & set(group_rows[1]) and sorted(group_rows[0] + group_rows[1]) == sorted(all_rows),
         f"the two DP groups read {len(group_rows[0])} and {len(group_rows[1])} rows "
         f"({len(set(group_rows[0]) & set(group_rows[1]))} shared); together they must read each of the corpus's "
-        f"{len(all_rows)} packed rows once [state-tp-peers]"
+        f"{len(all_rows)} packed rows once [state-tp-peers]",
+        clause="state-tp-peers",
     )
     assert_identical_states(tmp_path, "dp2tp2", results, {"world_size": 4, "dp_degree": 2, "canonical_replicas": 4})
     resumed = ok(
@@ -458,8 +490,10 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
     lanes = [r["uninterrupted"] for r in start]
     full_steps = min(len(lane) for lane in lanes)
     reference = windows(lanes, 1)
-    assert windows([r["batches"] for r in start], 1) == reference[:1], (
-        "the first global step of the saving 4-rank run differs from the uninterrupted run [state-elastic-resume]"
+    check(
+        windows([r["batches"] for r in start], 1) == reference[:1],
+        "the first global step of the saving 4-rank run differs from the uninterrupted run [state-elastic-resume]",
+        clause="state-elastic-resume",
     )
 
     phases = [
@@ -479,19 +513,24 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
         assert_loaded(results, name)
         per_rank = [r["batches"] for r in results]
         got = windows(per_rank, C // ranks)[: full_steps - step]
-        assert got, f"{name}: no complete global step to compare {HARNESS_TAG}"
+        if not got:
+            raise SuiteError(f"{name}: no complete global step to compare")
         expected = reference[step : step + len(got)]
         for offset, (have, want) in enumerate(zip(got, expected, strict=True)):
-            assert have == want, (
+            check(
+                have == want,
                 f"{name}: global step {step + offset + 1} holds rows {rows_of(have)}, but should hold "
-                f"{rows_of(want)} as in the uninterrupted run [state-elastic-resume]"
+                f"{rows_of(want)} as in the uninterrupted run [state-elastic-resume]",
+                clause="state-elastic-resume",
             )
         if name == "elastic-dp2":  # lane ownership: rank r owns lanes 2r and 2r + 1
             for rank in range(2):
                 want = sorted(lanes[2 * rank][1] + lanes[2 * rank + 1][1])
-                assert sorted(flat(per_rank[rank])) == want, (
+                check(
+                    sorted(flat(per_rank[rank])) == want,
                     f"after 4 -> 2 ranks, rank {rank} must read the rows of lanes {2 * rank} and {2 * rank + 1} "
-                    "(contiguous lane mapping) [state-elastic-resume]"
+                    "(contiguous lane mapping) [state-elastic-resume]",
+                    clause="state-elastic-resume",
                 )
         if save:
             assert_identical_states(
@@ -501,10 +540,12 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
         seen += flat(flat(batches for batches in per_rank))
     all_rows = flat(flat(lanes))
     duplicated = sorted(k for k, n in Counter(seen).items() if n > 1)
-    assert not duplicated and sorted(seen) == sorted(all_rows), (
+    check(
+        not duplicated and sorted(seen) == sorted(all_rows),
         f"over the elastic run the ranks read {len(seen)} rows ({len(duplicated)} more than once, "
         f"{len(set(all_rows) - set(seen))} never); every one of the {len(all_rows)} packed rows must appear exactly "
-        "once [state-elastic-resume]"
+        "once [state-elastic-resume]",
+        clause="state-elastic-resume",
     )
 
 
@@ -539,33 +580,49 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
         )
 
     ranks_text = "\n".join(summary(r) for r in results)
-    assert results[3]["error"] is None and "state_sha256" not in results[3], (
-        f"rank 3 (which skips state_dict()) must run without error [state-collective-all-ranks]:\n{ranks_text}"
+    check(
+        results[3]["error"] is None and "state_sha256" not in results[3],
+        f"rank 3 (which skips state_dict()) must run without error [state-collective-all-ranks]:\n{ranks_text}",
+        clause="state-collective-all-ranks",
     )
     for result in results[:3]:
         error = result["error"] or ""
-        assert error, (
+        check(
+            error,
             f"rank {result['rank']}: state_dict() returned instead of raising TimeoutError, although TP peer rank 3 "
-            f"never called it [state-collective-all-ranks, state-collective-timeout]:\n{ranks_text}"
+            f"never called it [state-collective-all-ranks, state-collective-timeout]:\n{ranks_text}",
+            clause="state-collective-all-ranks, state-collective-timeout",
         )
-        assert result["error_is_timeout"], (
+        check(
+            result["error_is_timeout"],
             f"rank {result['rank']} raised {result['error_type']}: {result['error_message'][:500]!r}, but must raise "
-            f"TimeoutError (or a subclass) [state-collective-timeout]:\n{error[-1500:]}"
+            f"TimeoutError (or a subclass) [state-collective-timeout]:\n{error[-1500:]}",
+            clause="state-collective-timeout",
         )
-        assert result["state_seconds"] < timeout_s + 15, (
+        check(
+            result["state_seconds"] < timeout_s + 15,
             f"rank {result['rank']} waited {result['state_seconds']}s in state_dict() with aggregate_timeout_s="
-            f"{timeout_s} [state-collective-timeout]"
+            f"{timeout_s} [state-collective-timeout]",
+            clause="state-collective-timeout",
         )
-    assert returncode != 0, (
-        f"the job must fail when rank 3 never calls state_dict() [state-collective-all-ranks]:\n{ranks_text}\n{output}"
+    check(
+        returncode != 0,
+        f"the job must fail when rank 3 never calls state_dict() [state-collective-all-ranks]:\n{ranks_text}\n{output}",
+        clause="state-collective-all-ranks",
     )
-    assert elapsed < 60, f"the job took {elapsed:.1f}s; it must fail within 60s [state-collective-timeout]"
+    check(
+        elapsed < 60,
+        f"the job took {elapsed:.1f}s; it must fail within 60s [state-collective-timeout]",
+        clause="state-collective-timeout",
+    )
     # Rank 0 collects the shards: "... waiting for checkpoint shards: Missing ranks=[3]" (Zephon
     # 0.2.0). Ranks 1 and 2 race the leader and may time out "waiting for merged checkpoint",
     # which names no rank, so the clause asks for the missing rank on rank 0 only. A rank is
     # named by its index as a whole integer (conformance/helpers/asserts.py names()); the wording is free.
     leader = results[0]["error_message"]
-    assert names(leader, 3), (
+    check(
+        names(leader, 3),
         f"rank 0's error must name the missing rank 3 (e.g. 'missing ranks=[3]') [state-collective-timeout]: "
-        f"{leader[:800]}"
+        f"{leader[:800]}",
+        clause="state-collective-timeout",
     )

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.helpers.stored import stored_inputs
+from batchspec.conformance.helpers.asserts import check
+from batchspec.conformance.helpers.stored import stored_inputs
 
 
 @pytest.mark.requires("convert_batch_output")
@@ -17,8 +18,10 @@ def test_convert_batch_output_batched_is_identity(backend):
     batch = stored_inputs("test_output_batched_unchanged")["batch"]
     tensors = dict(batch)
     out = backend.convert_batch_output(batch, "batched")
-    assert out is batch and set(out) == set(tensors) and all(out[k] is v for k, v in tensors.items()), (
-        f"convert_batch_output(batch, 'batched') changed the mapping to keys {sorted(out)} [batched-unchanged]"
+    check(
+        out is batch and set(out) == set(tensors) and all(out[k] is v for k, v in tensors.items()),
+        f"convert_batch_output(batch, 'batched') changed the mapping to keys {sorted(out)} [batched-unchanged]",
+        clause="batched-unchanged",
     )
 
 
@@ -28,4 +31,8 @@ def test_convert_batch_output_thd_returns_the_same_mapping(backend):
     """ "thd" adds its keys to the mapping it was given and returns that mapping."""
     batch = stored_inputs("test_output_thd_runs_in_stream_order")["batch"]
     out = backend.convert_batch_output(batch, "thd")
-    assert out is batch, "convert_batch_output(batch, 'thd') must return the same mapping [thd-lengths]"
+    check(
+        out is batch,
+        "convert_batch_output(batch, 'thd') must return the same mapping [thd-lengths]",
+        clause="thd-lengths",
+    )

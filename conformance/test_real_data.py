@@ -12,11 +12,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance.helpers.corpus import BOS_ID, EOS_ID, CorpusTokenizer, corpus_bytes
-from conformance.helpers.inputs import Contract, rows_of
-from conformance.helpers.invariants import check_converted_batch
-from conformance.helpers.literals import IGNORE_INDEX
-from conformance.helpers.pipelines import corpus_pipeline
+from batchspec.conformance.helpers.asserts import check
+from batchspec.conformance.helpers.corpus import BOS_ID, EOS_ID, CorpusTokenizer, corpus_bytes
+from batchspec.conformance.helpers.inputs import Contract, rows_of
+from batchspec.conformance.helpers.invariants import check_converted_batch
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.pipelines import corpus_pipeline
 
 SEQ_LEN = 1024
 BATCH_SIZE = 4
@@ -80,9 +81,11 @@ def test_corpus_batches_satisfy_the_contract(backend, tmp_path, config):
                 for document in range(1, int(ids.max()) + 1):
                     span = out["input_ids"][b][ids == document].tolist()
                     text = tokenizer.decode_bytes([t for t in span if t not in (BOS_ID, EOS_ID)])
-                    assert text in corpus, (
+                    check(
+                        text in corpus,
                         f"row {b} subdocument {document} of {call} decodes to {text[:120]!r}..., "
-                        "which does not occur in the corpus [real-data-pipeline]"
+                        "which does not occur in the corpus [real-data-pipeline]",
+                        clause="real-data-pipeline",
                     )
                     documents_seen += 1
     finally:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.interface import SIGNATURES, signature_problems
+from batchspec.conformance.helpers.asserts import check
+from batchspec.conformance.interface import SIGNATURES, signature_problems
 
 # Clauses that single out a signature rule besides [api-signatures].
 EXTRA_CLAUSES = {
@@ -36,4 +37,4 @@ def _lookup(backend, name: str):
 def test_signature_is_the_specs(backend, name):
     problems = signature_problems(name, _lookup(backend, name))
     tags = ", ".join(("api-signatures", *EXTRA_CLAUSES.get(name, ())))
-    assert not problems, "\n".join(f"{problem} [{tags}: {name}]" for problem in problems)
+    check(not problems, "\n".join(f"{problem} [{tags}: {name}]" for problem in problems), clause=tags)

@@ -10,11 +10,11 @@ given no tensor return CPU tensors.
 [tb-no-aliasing]: no two returned tensors under different keys share storage, unless both were
 in the received mapping and left untouched, and nothing returned shares storage with a
 ``SampleBatch``; the metadata functions' tensors share nothing with each other or the mask.
-"Share storage" is checked on memory (``conformance.helpers.storage``): two views of one storage
+"Share storage" is checked on memory (``batchspec.conformance.helpers.storage``): two views of one storage
 share it even when their elements do not overlap.
 
 Inputs are written by hand or, where a golden case holds them, read from that stored case
-(``conformance.helpers.stored``); the code under test is reached only through the ``backend`` fixture.
+(``batchspec.conformance.helpers.stored``); the code under test is reached only through the ``backend`` fixture.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ import numpy as np
 import pytest
 import torch
 
-from conformance.helpers.inputs import Contract, Row, describe_rows, payload_form, sample_batch
-from conformance.helpers.literals import IGNORE_INDEX, long
-from conformance.helpers.storage import shared_storage, tensors_in
-from conformance.helpers.stored import stored_inputs, stored_rows
+from batchspec.conformance.helpers.asserts import ClauseFailure
+from batchspec.conformance.helpers.inputs import Contract, Row, describe_rows, payload_form, sample_batch
+from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
+from batchspec.conformance.helpers.storage import shared_storage, tensors_in
+from batchspec.conformance.helpers.stored import stored_inputs, stored_rows
 
 
 def _available_devices() -> list[str]:
@@ -115,8 +116,9 @@ def _assert_on(device: torch.device | str, value: Any, *, call: str) -> None:
     want = torch.device(device)
     wrong = {path: str(t.device) for path, t in tensors_in(value).items() if t.device != want}
     if wrong:
-        raise AssertionError(
-            f"tensors {wrong} are not on {want}, but should be (the device of the inputs) [tb-device: {call}]"
+        raise ClauseFailure(
+            f"tensors {wrong} are not on {want}, but should be (the device of the inputs) [tb-device: {call}]",
+            "tb-device",
         )
 
 
@@ -124,7 +126,7 @@ def _assert_no_pairs(pairs: list[tuple[str, str]], what: str, *, call: str) -> N
     __tracebackhide__ = True
     if pairs:
         shown = ", ".join(f"{a} and {b}" for a, b in pairs)
-        raise AssertionError(f"{shown} share storage, but {what} [tb-no-aliasing: {call}]")
+        raise ClauseFailure(f"{shown} share storage, but {what} [tb-no-aliasing: {call}]", "tb-no-aliasing")
 
 
 def _returned_tensors(out: Mapping[str, Any]) -> dict[str, torch.Tensor]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.helpers.inputs import Contract
-from conformance.helpers.stored import stored_inputs
+from batchspec.conformance.helpers.asserts import check
+from batchspec.conformance.helpers.inputs import Contract
+from batchspec.conformance.helpers.stored import stored_inputs
 
 
 @pytest.mark.requires("xdoc")
@@ -22,4 +23,4 @@ def test_enable_xdoc_attention_returns_the_mapping_it_was_given(backend):
     test_f14_xdoc_leaves_the_other_fields_untouched)."""
     batch = stored_inputs("test_f14_xdoc_leaves_the_other_fields_untouched")["batch"]
     out = backend.enable_xdoc_attention(batch, Contract())
-    assert out is batch, "enable_xdoc_attention must return the same mapping [xdoc-untouched]"
+    check(out is batch, "enable_xdoc_attention must return the same mapping [xdoc-untouched]", clause="xdoc-untouched")

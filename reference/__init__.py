@@ -4,30 +4,30 @@ Every public name is re-exported here, with the signature of SPEC.md's table [ap
 each function's docstring cites the SPEC.md clauses it implements. Readability beats speed: faster code belongs in a backend.
 """
 
-from reference.attention import (
+from batchspec.reference.attention import (
     TrainingBatch,
     adapt_model_inputs,
     contract_requests_metadata,
     enable_xdoc_attention,
     require_supported_packing_contract,
 )
-from reference.checkpoint import (
+from batchspec.reference.checkpoint import (
     decode_state,
     encode_state,
     pipeline_description,
     pipeline_fingerprint,
     pipeline_topology,
 )
-from reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
-from reference.datum import Datum, collate_datums
-from reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
-from reference.output import (
+from batchspec.reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
+from batchspec.reference.datum import Datum, collate_datums
+from batchspec.reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
+from batchspec.reference.output import (
     apply_batched_output,
     block_causal_mask,
     check_output_format,
     convert_batch_output,
 )
-from reference.packing import (
+from batchspec.reference.packing import (
     BATCH_OUTPUT_FORMATS,
     CROSS_ENTROPY_IGNORE_IDX,
     DEFAULT_PACKED_SEQUENCE_CONTRACT,

@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict
 
 import torch
 
-from reference.packing import PACKED_MASK_TYPES, PackedSequenceContract
+from batchspec.reference.packing import PACKED_MASK_TYPES, PackedSequenceContract
 
 __all__ = [
     "TrainingBatch",

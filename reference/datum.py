@@ -5,7 +5,7 @@ Mirrors upstream ``nemo_automodel/components/datasets/datum.py`` (nemo-automodel
 sequence, ``input_ids`` ``[T]``, and the loss
 inputs aligned to it (``target_tokens``, ``weights``, ``logprobs``, ``advantages``, ...).
 ``collate_datums`` delegates the token fields to the canonical collaters
-(``reference.collaters``) and batches the float side inputs itself. Outputs, dtypes, error
+(``batchspec.reference.collaters``) and batches the float side inputs itself. Outputs, dtypes, error
 types and messages are upstream's; the deliberate difference is decision D-6: nothing the
 caller passes in is modified.
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
-from reference.packing import CROSS_ENTROPY_IGNORE_IDX
+from batchspec.reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
+from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX
 
 __all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
 

@@ -5,7 +5,7 @@ Mirrors upstream ``nemo_automodel/components/datasets/zephon/loader.py`` (the
 ``convert_text_batch`` turns one Zephon ``SampleBatch`` of packed rows into the final
 ``TrainingBatch``; ``ZephonDataLoader`` owns one stream of a ``zephon.Pipeline`` and yields
 converted batches. Its state (``state_dict``/``load_state_dict``) is Zephon's checkpoint in the
-envelope of ``reference.checkpoint``.
+envelope of ``batchspec.reference.checkpoint``.
 """
 
 from __future__ import annotations
@@ -18,24 +18,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from reference.attention import (
+from batchspec.reference.attention import (
     TrainingBatch,
     adapt_model_inputs,
     enable_xdoc_attention,
     require_supported_packing_contract,
 )
-from reference.checkpoint import (
+from batchspec.reference.checkpoint import (
     decode_state,
     encode_state,
     pipeline_fingerprint,
     pipeline_topology,
 )
-from reference.output import (
+from batchspec.reference.output import (
     apply_batched_output,
     check_output_format,
     convert_batch_output,
 )
-from reference.packing import BatchOutputFormat, PackedSequenceContract
+from batchspec.reference.packing import BatchOutputFormat, PackedSequenceContract
 
 __all__ = ["TOKEN_FIELD_CANDIDATES", "ZephonDataLoader", "convert_text_batch"]
 

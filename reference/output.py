@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from reference.attention import TrainingBatch, contract_requests_metadata
-from reference.packing import (
+from batchspec.reference.attention import TrainingBatch, contract_requests_metadata
+from batchspec.reference.packing import (
     BATCH_OUTPUT_FORMATS,
     THD_LENGTH_PAD,
     PackedSequenceContract,

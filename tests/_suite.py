@@ -19,28 +19,28 @@ class SuiteRun:
     returncode: int
     output: str
     testcases: list[ET.Element]
-    clause_report: dict
+    report: dict  # the run's report.json (--conformance-report), {} when none was written
 
 
 def _command(tmp_dir: Path, args: tuple[str, ...]) -> tuple[list[str], Path, Path]:
     """The pytest command line; a conformance run (not ``pytest bench``) also writes the
-    clause report."""
+    conformance report."""
     junit = tmp_dir / "junit.xml"
-    report = tmp_dir / "clauses.json"
+    report = tmp_dir / "report"
     command = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", f"--junitxml={junit}"]
     if not args or args[0] != "bench":
-        command.append(f"--clause-report={report}")
-    return command, junit, report
+        command.append(f"--conformance-report={report}")
+    return command, junit, report / "report.json"
 
 
 def _result(returncode: int, output: str, junit: Path, report: Path) -> SuiteRun:
     testcases = list(ET.parse(junit).getroot().iter("testcase")) if junit.exists() else []
-    clause_report = json.loads(report.read_text()) if report.exists() else {}
-    return SuiteRun(returncode, output, testcases, clause_report)
+    written = json.loads(report.read_text()) if report.exists() else {}
+    return SuiteRun(returncode, output, testcases, written)
 
 
 def run_conformance(tmp_dir: Path, *args: str, env: dict | None = None) -> SuiteRun:
-    """Run ``pytest conformance ARGS`` in a subprocess with a JUnit XML and a clause report."""
+    """Run ``pytest conformance ARGS`` in a subprocess with a JUnit XML and the conformance report."""
     command, junit, report = _command(tmp_dir, args)
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
     return _result(done.returncode, done.stdout + done.stderr, junit, report)

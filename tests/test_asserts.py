@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from conformance.helpers.asserts import (
+from batchspec.conformance.helpers.asserts import (
     MAX_MISMATCHES,
     Shape,
     Value,

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from conformance.helpers import corpus as C
-from conformance.helpers.corpus import (
+from batchspec.conformance.helpers import corpus as C
+from batchspec.conformance.helpers.corpus import (
     BOS_ID,
     CORPUS_DIR,
     EOS_ID,

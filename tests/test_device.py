@@ -13,8 +13,8 @@ import pytest
 import torch
 from _suite import run_conformance
 
-from conformance.backends import load_backend
-from conformance.device import (
+from batchspec.conformance.backends import load_backend
+from batchspec.conformance.device import (
     DeviceOptionError,
     check_device_option,
     device_problems,
@@ -22,8 +22,8 @@ from conformance.device import (
     placed,
     sample_batch_to,
 )
-from conformance.helpers.inputs import Row, payload_form, sample_batch
-from conformance.plugin import _reproduce_command
+from batchspec.conformance.helpers.inputs import Row, payload_form, sample_batch
+from batchspec.conformance.plugin import _reproduce_command
 
 CPU, META = torch.device("cpu"), torch.device("meta")
 
@@ -77,10 +77,10 @@ def test_an_unknown_device_is_a_usage_error(tmp_path, value):
     assert f"--device={value!r}" in output and "cpu, cuda or cuda:N" in output, output[-2000:]
 
 
-def test_the_header_and_the_clause_report_record_the_device(tmp_path):
+def test_the_header_and_the_report_record_the_device(tmp_path):
     run = run_conformance(tmp_path, "conformance/test_goldens.py", "--backend=reference", "-k", "unpad")
     assert run.returncode == 0, run.output[-3000:]
-    assert "  device: cpu" in run.output and run.clause_report["device"] == "cpu"
+    assert "  device: cpu" in run.output and run.report["backend"]["device"] == "cpu"
 
 
 def test_the_reproduce_command_names_a_device_other_than_the_cpu(tmp_path):

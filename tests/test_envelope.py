@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.helpers.envelope import (
+from batchspec.conformance.helpers.envelope import (
     BAD_ARGUMENTS,
     BODY_KEYS,
     CORRUPTIONS,

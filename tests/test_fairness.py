@@ -29,10 +29,10 @@ import pytest
 import torch
 from _suite import ROOT, SuiteRun, run_conformance
 
-import reference
-from conformance.helpers.asserts import Shape, names
-from conformance.helpers.inputs import Contract, Row, sample_batch
-from conformance.helpers.pipelines import RecordingPipeline, index_pipeline, row_indices
+from batchspec import reference
+from batchspec.conformance.helpers.asserts import Shape, names
+from batchspec.conformance.helpers.inputs import Contract, Row, sample_batch
+from batchspec.conformance.helpers.pipelines import RecordingPipeline, index_pipeline, row_indices
 
 BACKEND_DIR = ROOT / "tests" / "probe_backends"
 REWORDED_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BACKEND_DIR), str(ROOT)]))
@@ -120,7 +120,7 @@ def test_the_suite_passes_against_reworded_error_messages(reworded_run):
 def test_the_run_executed_every_error_check(reworded_run):
     """Every clause that asks for an error was checked and passed, the multi-rank timeout
     scenario included (it ran under torch.distributed)."""
-    clauses = reworded_run.clause_report["clauses"]
+    clauses = reworded_run.report["clauses"]
     statuses = {cid: clauses.get(cid, {}).get("status", "not run") for cid in ERROR_CLAUSES}
     assert all(status == "pass" for status in statuses.values()), statuses
     timeout = [t for t in reworded_run.testcases if t.get("name") == "test_missing_tp_peer_fails_within_bound[torch]"]

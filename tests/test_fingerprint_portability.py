@@ -1,7 +1,7 @@
 """State bytes are portable between conformant backends ([state-fingerprint-canonical]).
 
 ``tests/probe_backends/canonical_fingerprint_backend.py`` implements the canonical fingerprint a
-second time, independently of ``reference.checkpoint`` (stages found by node name, JSON
+second time, independently of ``batchspec.reference.checkpoint`` (stages found by node name, JSON
 written by hand). These tests show that both give the same digest on several pipelines, the
 digest the golden case pins, and that a state saved by one loader resumes exactly in a loader
 of the other; the last test runs the suite's state tests and golden state cases against that
@@ -19,11 +19,11 @@ import pytest
 from _suite import ROOT, run_conformance
 from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
-import reference
-from conformance.helpers.asserts import assert_batch_equal
-from conformance.helpers.envelope import body_of
-from conformance.helpers.inputs import Contract
-from conformance.helpers.pipelines import corpus_pipeline, index_pipeline, row_indices
+from batchspec import reference
+from batchspec.conformance.helpers.asserts import assert_batch_equal
+from batchspec.conformance.helpers.envelope import body_of
+from batchspec.conformance.helpers.inputs import Contract
+from batchspec.conformance.helpers.pipelines import corpus_pipeline, index_pipeline, row_indices
 
 sys.path.insert(0, str(ROOT / "tests" / "probe_backends"))
 import canonical_fingerprint_backend as independent  # noqa: E402

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance import goldens
-from conformance.goldens import GoldenError, load_all
-from conformance.spec import spec_clause_items, spec_clauses, split_citation
+from batchspec.conformance import goldens
+from batchspec.conformance.goldens import GoldenError, load_all
+from batchspec.conformance.spec import spec_clause_items, spec_clauses, split_citation
 
 REPO = Path(__file__).resolve().parents[1]
 MIN_CASES = 150
@@ -59,9 +59,13 @@ def _some_file(root: Path, name: str = "expected.safetensors") -> Path:
 
 
 def test_check_passes_on_the_committed_tree():
-    """`python -m conformance.goldens --check` regenerates byte-identical files and SPEC blocks."""
+    """`python -m batchspec.conformance.goldens --check` regenerates byte-identical files and SPEC blocks."""
     result = subprocess.run(
-        [sys.executable, "-m", "conformance.goldens", "--check"], cwd=REPO, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "batchspec.conformance.goldens", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -242,7 +246,7 @@ def test_no_golden_record_pins_an_error_message():
 
 
 def test_the_index_records_the_spec_version():
-    from conformance.spec import spec_version
+    from batchspec.conformance.spec import spec_version
 
     index = json.loads((goldens.ROOT / "index.json").read_text())
     assert index["spec_version"] == spec_version()

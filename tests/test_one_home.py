@@ -2,7 +2,7 @@
 either in ``golden/cases/`` (every canon expected value, and every input a golden case holds)
 or in ``conformance/`` (what a stored case cannot express), never in both. A conformance check
 that needs a golden case's input on a live object reads it from the stored case
-(``conformance.helpers.stored``); the SPEC's constants live once, in ``conformance.helpers.literals``
+(``batchspec.conformance.helpers.stored``); the SPEC's constants live once, in ``batchspec.conformance.helpers.literals``
 (``IGNORE_INDEX``, ``THD_PAD``).
 
 A *tensor literal* is a list or tuple display, nested at least once, whose leaves are all

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-import reference
-from conformance.helpers.pipelines import corpus_pipeline
+from batchspec import reference
+from batchspec.conformance.helpers.pipelines import corpus_pipeline
 
 
 def test_reference_shift_agrees_with_zephon_to_training(tmp_path):

@@ -7,8 +7,8 @@ import os
 
 from _suite import run_conformance
 
-import reference
-from conformance.interface import SIGNATURES, signature_problems
+from batchspec import reference
+from batchspec.conformance.interface import SIGNATURES, signature_problems
 
 
 def test_the_reference_has_every_signature_of_the_spec():
@@ -81,9 +81,9 @@ def test_an_extra_required_parameter_or_a_wrong_default_fails_and_an_extra_optio
 def test_the_suite_blames_the_signature_clause_of_a_planted_backend(tmp_path):
     module = tmp_path / "positional_collate.py"
     module.write_text(
-        "from reference import *  # noqa: F403\n"
-        "from reference import BATCHSPEC_CAPABILITIES, BATCHSPEC_SPEC_VERSION  # noqa: F401\n"
-        "import reference\n\n"
+        "from batchspec.reference import *  # noqa: F403\n"
+        "from batchspec.reference import BATCHSPEC_CAPABILITIES, BATCHSPEC_SPEC_VERSION  # noqa: F401\n"
+        "from batchspec import reference\n\n"
         "def collate_datums(datums, packed=False, pad_seq_len_divisible=None, ignore_index=-100):\n"
         "    return reference.collate_datums(datums, packed=packed, pad_seq_len_divisible=pad_seq_len_divisible,\n"
         "                                    ignore_index=ignore_index)\n",
@@ -92,6 +92,6 @@ def test_the_suite_blames_the_signature_clause_of_a_planted_backend(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     run = run_conformance(tmp_path, "conformance/test_signatures.py", "--backend=positional_collate", env=env)
     assert run.returncode == 1, run.output[-3000:]
-    statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
+    statuses = {cid: row["status"] for cid, row in run.report["clauses"].items()}
     assert statuses["collate-keyword-only"] == "FAIL" and statuses["api-signatures"] == "FAIL", statuses
     assert statuses["datum-to-features"] == "pass", statuses

@@ -7,8 +7,8 @@ import subprocess
 
 from _suite import ROOT
 
-from conformance.backends import CAPABILITIES
-from conformance.spec import major, spec_clauses, spec_profiles, spec_version
+from batchspec.conformance.backends import CAPABILITIES
+from batchspec.conformance.spec import major, spec_clauses, spec_profiles, spec_version
 
 SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
 
@@ -79,7 +79,7 @@ def test_links_into_docs_sources_resolve():
 def test_enumerated_items_can_be_cited_and_unknown_items_stop_collection(tmp_path):
     """``ctb-input-errors.3`` cites item 3; the clause summary aggregates items under their
     clause; a citation of an item the clause does not have is a usage error."""
-    from conformance.spec import spec_clause_items, split_citation
+    from batchspec.conformance.spec import spec_clause_items, split_citation
 
     items = spec_clause_items()
     assert items["ctb-input-errors"] == set(range(1, 13))
@@ -117,7 +117,7 @@ def test_every_clause_has_an_anchor_to_link_to():
 def test_the_cases_and_tests_docs_sources_names_exist():
     """Every ``conformance/<file>.py::<test>`` and golden case name docs/sources.md gives as
     pinning a field report exists, so the page cannot point at removed or renamed checks."""
-    from conformance.goldens import all_cases
+    from batchspec.conformance.goldens import all_cases
 
     sources = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
     for path, test in set(re.findall(r"(conformance/[a-z_/]+\.py)::([A-Za-z0-9_]+)", sources)):

@@ -17,8 +17,8 @@ import torch
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from conformance.helpers import strategies as cs
-from conformance.helpers.inputs import Contract, Row, row_positions
+from batchspec.conformance.helpers import strategies as cs
+from batchspec.conformance.helpers.inputs import Contract, Row, row_positions
 
 EXAMPLES = 300
 FIXED = {

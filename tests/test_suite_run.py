@@ -11,10 +11,11 @@ from types import SimpleNamespace
 
 from _suite import ROOT, run_conformance
 
-import reference
-from conformance.goldens import load_all
-from conformance.plugin import _failed_clauses, _failure_message
-from conformance.spec import spec_clauses, spec_version
+from batchspec import reference
+from batchspec.conformance.goldens import load_all
+from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError
+from batchspec.conformance.plugin import _blame
+from batchspec.conformance.spec import spec_clauses, spec_version
 
 # tests/probe_backends/partial_backend.py importable, with the repository behind it.
 PARTIAL_BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "probe_backends"), str(ROOT)]))
@@ -50,7 +51,7 @@ def test_every_clause_is_checked_by_a_passing_test(reference_run):
     """Every MUST clause and every SHOULD clause (all of them bind a backend) has a
     conformance test, and each shows in the clause summary."""
     clauses = spec_clauses()
-    report = reference_run.clause_report["clauses"]
+    report = reference_run.report["clauses"]
     untested = sorted(set(clauses) - set(report))
     assert not untested, f"clauses with no conformance test: {untested}"
     assert set(report) <= set(clauses), f"the report lists unknown clauses: {sorted(set(report) - set(clauses))}"
@@ -95,7 +96,7 @@ def test_partial_backend_reports_not_supported(tmp_path):
     )
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend:BACKEND version=partial-0" in run.output
-    statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
+    statuses = {cid: row["status"] for cid, row in run.report["clauses"].items()}
     assert statuses["unpad-errors"] == "pass" and statuses["unpad-indexed"] == "pass"
     assert statuses["meta-indices"] == "not supported" and statuses["meta-errors"] == "not supported"
     assert (
@@ -111,30 +112,26 @@ def test_ci_runs_the_readme_test_command():
     assert commands[1].strip() in ci, f"README's test command {commands[1]!r} is not what .ci/run runs"
 
 
-def test_a_failure_blames_only_the_clauses_its_own_message_names():
-    """The clause summary blames the clauses named in the failure's ``E`` lines, not those in
-    the test source pytest prints above them (tags of assertions that passed)."""
-    longrepr = "\n".join(
-        [
-            "    def test_resume(run):",
-            '        assert loaded, "state_dict() after the load differs [state-roundtrip]"',
-            ">       assert got == expected, (",
-            '            f"rank 1 resumed {got} [state-multirank-resume]"',
-            "        )",
-            "E       AssertionError: rank 1 resumed [[2]], but should continue with [[6]] [state-multirank-resume]",
-            "E       assert [[2]] == [[6]]",
-        ]
-    )
-    report = SimpleNamespace(longrepr=longrepr)
+def test_a_failure_is_blamed_on_the_clauses_its_exception_carries():
+    """Blame is read from the exception, never from the failure's text: a ``ClauseFailure``'s
+    clauses (a clause the test does not cite too, such as --device's [tb-device]); any other
+    failure, every cited clause; the suite's own failure (``SuiteError``, or a ``ClauseFailure``
+    naming no SPEC clause), no clause."""
     cited = ["state-roundtrip", "state-multirank-resume", "state-envelope"]
-    assert _failed_clauses(cited, _failure_message(report)) == {"state-multirank-resume"}
-    # A failure whose message names none of the cited clauses blames all of them.
-    report = SimpleNamespace(longrepr="E       assert 0 != 0")
-    assert _failed_clauses(cited, _failure_message(report)) == set(cited)
-    # A check every test passes through (--device's [tb-device]) blames its own clause, uncited.
-    report = SimpleNamespace(longrepr="E       AssertionError: [tb-device] key 'labels' is on cpu, expected cuda:0")
     known = spec_clauses()
-    assert _failed_clauses(cited, _failure_message(report), known) == {"tb-device"}
+    carried = ClauseFailure(
+        "rank 1 resumed [[2]], but should continue with [[6]] [state-roundtrip]", "state-multirank-resume"
+    )
+    assert _blame(carried, cited, known) == ("failed", ["state-multirank-resume"])
+    assert _blame(AssertionError("assert 0 != 0 [state-envelope]"), cited, known) == ("failed", cited)
+    assert _blame(ValueError("the backend raised"), cited, known) == ("failed", cited)
+    assert _blame(ClauseFailure("labels is on cpu", "tb-device"), cited, known) == ("failed", ["tb-device"])
+    assert _blame(SuiteError("rank 0 wrote no result"), cited, known) == ("suite error", [])
+    assert _blame(ClauseFailure("x", "no-such-clause"), cited, known) == ("suite error", [])
+    group = ExceptionGroup("two", [ClauseFailure("a", "state-envelope"), ClauseFailure("b", "state-roundtrip.1")])
+    assert _blame(group, cited, known) == ("failed", ["state-envelope", "state-roundtrip"])
+    mixed = ExceptionGroup("two", [ClauseFailure("a", "state-envelope"), KeyError("k")])
+    assert _blame(mixed, cited, known) == ("failed", ["state-envelope", *[c for c in cited if c != "state-envelope"]])
 
 
 def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
@@ -152,7 +149,7 @@ def test_a_module_name_is_a_backend_and_multirank_tests_need_their_capability(tm
     )
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend version=unknown" in run.output
-    statuses = {cid: row["status"] for cid, row in run.clause_report["clauses"].items()}
+    statuses = {cid: row["status"] for cid, row in run.report["clauses"].items()}
     assert statuses["state-all-ranks-identical"] == "not supported", statuses
     assert "does not declare capability 'zephon_loader'" in run.output
 
@@ -167,7 +164,7 @@ def test_a_backend_of_another_major_spec_version_is_refused_before_any_test_runs
     env = _module_backend(
         tmp_path,
         "future_backend",
-        "from reference import *\nfrom reference import BATCHSPEC_CAPABILITIES\nBATCHSPEC_SPEC_VERSION = '2.0'\n",
+        "from batchspec.reference import *\nfrom batchspec.reference import BATCHSPEC_CAPABILITIES\nBATCHSPEC_SPEC_VERSION = '2.0'\n",
     )
     run = run_conformance(tmp_path, "conformance/test_output_formats.py", "--backend=future_backend", env=env)
     assert run.returncode == 4, run.output[-2000:]  # pytest's usage error: nothing was collected or run
@@ -176,11 +173,10 @@ def test_a_backend_of_another_major_spec_version_is_refused_before_any_test_runs
 
 
 def test_the_spec_version_declaration_is_required_and_minor_versions_are_compatible(tmp_path, monkeypatch):
-    from types import SimpleNamespace
 
-    import reference
-    from conformance import backends
-    from conformance.backends import BackendError, load_backend
+    from batchspec import reference
+    from batchspec.conformance import backends
+    from batchspec.conformance.backends import BackendError, load_backend
 
     def backend_with(**names):
         module = SimpleNamespace(get_unpad_data=reference.get_unpad_data, **names)
@@ -207,12 +203,12 @@ def test_the_spec_version_declaration_is_required_and_minor_versions_are_compati
     assert later.ignored == frozenset({"future_profile"})
 
 
-def test_the_clause_report_records_the_spec_and_suite_versions(reference_run):
-    report = reference_run.clause_report
-    assert (
-        report["spec_version"] == spec_version() and report["backend_spec_version"] == reference.BATCHSPEC_SPEC_VERSION
-    )
-    assert report["suite_version"] not in {"", None}
+def test_the_report_records_the_spec_and_suite_versions(reference_run):
+    report = reference_run.report
+    assert report["suite"]["spec_version"] == spec_version()
+    assert report["backend"]["spec_version"] == reference.BATCHSPEC_SPEC_VERSION
+    assert report["suite"]["version"] not in {"", None, "unknown"}
+    assert report["verdict"]["suite_version"] == report["suite"]["version"]
     assert f"targets SPEC {reference.BATCHSPEC_SPEC_VERSION}; suite" in reference_run.output
     assert f"checks SPEC {spec_version()}" in reference_run.output
 
@@ -228,10 +224,10 @@ def test_list_backends_prints_names_versions_and_capabilities(tmp_path):
     run = run_conformance(tmp_path, "conformance/test_goldens.py", "--list-backends")
     assert run.returncode == 0, run.output[-2000:]
     assert (
-        f"reference (reference) version=0.1.0 targets SPEC {spec_version()}; capabilities: adapt_model_inputs,"
+        f"reference (batchspec.reference) version=0.1.0 targets SPEC {spec_version()}; capabilities: adapt_model_inputs,"
         in run.output
     )
-    assert "vectorized (backends.vectorized) version=0.1.0" in run.output
+    assert "vectorized (batchspec.backends.vectorized) version=0.1.0" in run.output
     # A backend of one's own, given with --backend, is listed too (its capabilities checked).
     run = run_conformance(
         tmp_path / "own",
@@ -257,7 +253,7 @@ def test_an_entry_point_backend_from_an_installed_package_is_found_by_name(tmp_p
         encoding="utf-8",
     )
     (source / "thirdparty_batchspec" / "__init__.py").write_text(
-        "from types import SimpleNamespace\n\nimport reference\n\n"
+        "from types import SimpleNamespace\n\nfrom batchspec import reference\n\n"
         "BACKEND = SimpleNamespace(get_unpad_data=reference.get_unpad_data, __version__='9.9',\n"
         "                          BATCHSPEC_SPEC_VERSION='1.0', BATCHSPEC_CAPABILITIES=['unpad_data'])\n",
         encoding="utf-8",
@@ -289,4 +285,4 @@ def test_an_entry_point_backend_from_an_installed_package_is_found_by_name(tmp_p
     )
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=thirdparty version=9.9" in run.output
-    assert run.clause_report["clauses"]["unpad-indexed"]["status"] == "pass"
+    assert run.report["clauses"]["unpad-indexed"]["status"] == "pass"

@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-import reference
-from bench.upstream import load_upstream
-from conformance.helpers.literals import PAD_TOKEN_IDS_KEY
+from batchspec import reference
+from batchspec.bench.upstream import load_upstream
+from batchspec.conformance.helpers.literals import PAD_TOKEN_IDS_KEY
 
 try:
     UPSTREAM_DATUM, UPSTREAM_UTILS = load_upstream()

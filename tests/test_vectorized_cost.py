@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-import backends.vectorized as vectorized
-from bench.counting import counted
-from bench.workloads import sweep_rows
-from conformance.helpers.inputs import Contract, sample_batch
+from batchspec.backends import vectorized as vectorized
+from batchspec.bench.counting import counted
+from batchspec.bench.workloads import sweep_rows
+from batchspec.conformance.helpers.inputs import Contract, sample_batch
 
 
 def calls(call):

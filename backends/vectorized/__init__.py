@@ -10,13 +10,17 @@ class; ``collate_datums`` is this backend's), and ``ZephonDataLoader``, whose co
 Use: ``pytest conformance --backend=vectorized [--device=cuda]``.
 """
 
-from backends.vectorized.attention import adapt_model_inputs, enable_xdoc_attention
-from backends.vectorized.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
-from backends.vectorized.datum import Datum, collate_datums
-from backends.vectorized.metadata import build_packed_sequence_metadata, get_unpad_data
-from backends.vectorized.output import convert_batch_output
-from backends.vectorized.text import convert_text_batch
-from reference import (
+from batchspec.backends.vectorized.attention import adapt_model_inputs, enable_xdoc_attention
+from batchspec.backends.vectorized.collaters import (
+    default_collater,
+    pack_features_for_thd,
+    packed_sequence_thd_collater,
+)
+from batchspec.backends.vectorized.datum import Datum, collate_datums
+from batchspec.backends.vectorized.metadata import build_packed_sequence_metadata, get_unpad_data
+from batchspec.backends.vectorized.output import convert_batch_output
+from batchspec.backends.vectorized.text import convert_text_batch
+from batchspec.reference import (
     DEFAULT_PACKED_SEQUENCE_CONTRACT,
     BatchOutputFormat,
     PackedMaskType,

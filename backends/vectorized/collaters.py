@@ -1,7 +1,7 @@
 """The canonical collaters, vectorized: ``default_collater``, ``packed_sequence_thd_collater`` and
 ``pack_features_for_thd`` (SPEC.md section 8, "The canonical collaters").
 
-Same outputs, key order, dtypes, devices and errors as ``reference.collaters`` (upstream
+Same outputs, key order, dtypes, devices and errors as ``batchspec.reference.collaters`` (upstream
 nemo-automodel 0.7.0 with decision D-6: nothing given is modified), computed with whole-batch
 numpy / torch operations instead of per-row Python list padding:
 
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from reference import collaters as _reference
-from reference.collaters import PAD_TOKEN_IDS_KEY
-from reference.packing import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
+from batchspec.reference import collaters as _reference
+from batchspec.reference.collaters import PAD_TOKEN_IDS_KEY
+from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
 
 __all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
 
@@ -215,7 +215,7 @@ def default_collater(
 
     Lists of Python ints are padded with whole-batch numpy operations; any other list content
     (floats, bools, nested lists, a non-list row, a non-int pad) and every error case is
-    computed by ``reference.collaters.default_collater``, so those results and errors are
+    computed by ``batchspec.reference.collaters.default_collater``, so those results and errors are
     the reference's. The items, their lists and tensors are never modified (D-6).
     """
     try:
@@ -322,7 +322,7 @@ def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str
     Int lists (and, in synthesis mode, 1-D CPU int64 tensors) are padded and stacked with
     whole-batch numpy/torch operations; other contents (floats, bools, empty items, labels of
     another length, non-int64 tensors to synthesize, an odd pad value) and every error case
-    are computed by ``reference.collaters.packed_sequence_thd_collater``. The items are never
+    are computed by ``batchspec.reference.collaters.packed_sequence_thd_collater``. The items are never
     modified (D-6).
     """
     try:

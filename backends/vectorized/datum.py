@@ -1,7 +1,7 @@
 """``Datum`` and a vectorized ``collate_datums`` (SPEC.md section 8, "``Datum`` and the canonical
 collaters").
 
-``Datum`` is the reference's class itself (``reference.datum.Datum``: construction is cheap and
+``Datum`` is the reference's class itself (``batchspec.reference.datum.Datum``: construction is cheap and
 its behaviour is the contract's). ``collate_datums`` gives exactly the reference's batch -- keys,
 order, values, dtypes, devices, errors and their order -- but builds it straight from the datum
 tensors with whole-batch operations, never through ``Datum.to_features`` lists: one
@@ -11,7 +11,7 @@ boolean-mask assignment. Token fields are assembled on the CPU with numpy (where
 puts them); side inputs on an accelerator, or that need autograd, stay in torch on their device.
 Inputs the fast path does not handle (non-integer token tensors, target_tokens of another
 length, weights of another shape, an out-of-range or non-int ``ignore_index``, a non-int
-divisor) and every failing call are computed by ``reference.datum.collate_datums``, which raises
+divisor) and every failing call are computed by ``batchspec.reference.datum.collate_datums``, which raises
 the error [collate-errors] fixes, in its order.
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from reference import datum as _reference
-from reference.datum import Datum
-from reference.packing import CROSS_ENTROPY_IGNORE_IDX
+from batchspec.reference import datum as _reference
+from batchspec.reference.datum import Datum
+from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX
 
 __all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
 
@@ -237,7 +237,7 @@ def collate_datums(
         RuntimeError: ``weights`` that do not broadcast against ``target_tokens``.
 
     Errors come in the order [collate-errors] fixes: every failing call (and every input the
-    fast path does not handle) is computed by ``reference.datum.collate_datums``. The datums,
+    fast path does not handle) is computed by ``batchspec.reference.datum.collate_datums``. The datums,
     their tensors and their ``loss_fn_inputs`` mappings are never modified.
     """
     if len(datums) == 0:

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from backends.vectorized.attention import xdoc_bound_error, xdoc_positions
-from backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
-from backends.vectorized.output import block_causal_mask, check_output_format, thd_lengths_from_spans
-from reference.attention import contract_requests_metadata
-from reference.loader import TOKEN_FIELD_CANDIDATES
-from reference.packing import PackedSequenceContract
+from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
+from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
+from batchspec.backends.vectorized.output import block_causal_mask, check_output_format, thd_lengths_from_spans
+from batchspec.reference.attention import contract_requests_metadata
+from batchspec.reference.loader import TOKEN_FIELD_CANDIDATES
+from batchspec.reference.packing import PackedSequenceContract
 
 __all__ = ["convert_text_batch"]
 

@@ -1,5 +1,5 @@
-"""Golden files (``golden/`` at the repository root): defining, generating, storing, loading
-and running golden cases. One concern per module:
+"""Golden files (``golden/`` at the repository root; package data ``batchspec.golden`` once
+installed): defining, generating, storing, loading and running golden cases. One concern per module:
 
 - ``api``: the public case API that ``golden/cases/*.py`` import (``Case``, ``rows``, literals);
 - ``discovery``: finding the ``case_*`` functions of ``golden/cases/*.py``;
@@ -9,7 +9,7 @@ and running golden cases. One concern per module:
 - ``records`` and ``store``: serialisation, and verified loading (sha256 index, safetensors, JSON);
 - ``build`` (generation from the reference) and ``runner`` (a stored case against a backend);
   both compare with the suite's own asserts, ``conformance/helpers/asserts.py``;
-- ``render`` and ``commands``: SPEC.md's golden blocks, and ``python -m conformance.goldens``.
+- ``render`` and ``commands``: SPEC.md's golden blocks, and ``python -m batchspec.conformance.goldens``.
 
-``conformance.goldens`` re-exports the names other code uses.
+``batchspec.conformance.goldens`` re-exports the names other code uses.
 """

@@ -20,12 +20,18 @@ from typing import Any
 
 import torch
 
-from conformance.golden.errors import GoldenError
-from conformance.golden.inputs import build_contract, build_datum, build_sample_batch, payload_state, tensors_in
-from conformance.golden.loader_script import run_loader
-from conformance.helpers.inputs import Contract
-from conformance.helpers.literals import IGNORE_INDEX
-from conformance.helpers.state_script import run_state_script
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.inputs import (
+    build_contract,
+    build_datum,
+    build_sample_batch,
+    payload_state,
+    tensors_in,
+)
+from batchspec.conformance.golden.loader_script import run_loader
+from batchspec.conformance.helpers.inputs import Contract
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.state_script import run_state_script
 
 __all__ = ["ADAPTERS", "Adapter", "OptionCapability", "adapter", "call", "capabilities_of"]
 

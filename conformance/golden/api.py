@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.helpers.asserts import Fact, Shape, Value
-from conformance.helpers.inputs import Row, packed_row, rows_of
-from conformance.helpers.literals import (
+from batchspec.conformance.helpers.asserts import Fact, Shape, Value
+from batchspec.conformance.helpers.inputs import Row, packed_row, rows_of
+from batchspec.conformance.helpers.literals import (
     BATCHED_KEYS,
     DOCUMENT_IDS_METADATA_CONTRACT,
     IGNORE_INDEX,
@@ -81,9 +81,9 @@ class Case:
     both ``None``: generated from the reference.
 
     ``error`` is ``(type name, facts)``: the call raises that type (or a subclass) whose
-    message names every fact (``conformance.helpers.asserts.names``: a str as a whole word, an int as
+    message names every fact (``batchspec.conformance.helpers.asserts.names``: a str as a whole word, an int as
     a whole integer, ``Shape(...)``, ``Value(...)``); the wording is never pinned.
-    ``function`` names an adapter of ``conformance.golden.adapters`` (a contract function)."""
+    ``function`` names an adapter of ``batchspec.conformance.golden.adapters`` (a contract function)."""
 
     name: str
     clauses: tuple[str, ...]
@@ -129,8 +129,8 @@ def rows(*rows: Row | Mapping[str, Any], **common: Any) -> dict[str, Any]:
 
 
 def corpus_pipeline(scratch_dir: Path, **options: Any):
-    """The real Zephon pipeline over golden/corpus (``conformance.helpers.pipelines.corpus_pipeline``:
+    """The real Zephon pipeline over golden/corpus (``batchspec.conformance.helpers.pipelines.corpus_pipeline``:
     inline runner, fixed seed, so deterministic); imported on first use."""
-    from conformance.helpers.pipelines import corpus_pipeline as build
+    from batchspec.conformance.helpers.pipelines import corpus_pipeline as build
 
     return build(scratch_dir, **options)

@@ -9,13 +9,13 @@ from typing import Any
 
 import torch
 
-from conformance.golden.adapters import adapter, call, capabilities_of
-from conformance.golden.api import Case
-from conformance.golden.discovery import all_cases
-from conformance.golden.errors import GoldenError, error_record, error_type
-from conformance.golden.records import case_files, index_bytes, plain, split
-from conformance.helpers.asserts import assert_equal, assert_keys, assert_raises
-from conformance.spec import spec_version
+from batchspec.conformance.golden.adapters import adapter, call, capabilities_of
+from batchspec.conformance.golden.api import Case
+from batchspec.conformance.golden.discovery import all_cases
+from batchspec.conformance.golden.errors import GoldenError, error_record, error_type
+from batchspec.conformance.golden.records import case_files, index_bytes, plain, split
+from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises
+from batchspec.conformance.spec import spec_version
 
 __all__ = ["all_files", "build_files", "raised_outcomes"]
 
@@ -86,7 +86,7 @@ def build_files(case: Case, version: str, reference: Any = None) -> dict[str, by
     """The three files of ``case`` (relative to golden/). Canon: the reference must agree with
     the hand-written expectation, else ``GoldenError``; generated: the reference's output."""
     if reference is None:
-        import reference as reference_module
+        from batchspec import reference as reference_module
 
         reference = reference_module
     expected_tree, keys = _expected(case, reference, f"{case.generator} ({case.name})")

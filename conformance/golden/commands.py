@@ -2,9 +2,9 @@
 
 Commands (``conformance/goldens.py`` delegates here)::
 
-    python -m conformance.goldens                # regenerate every case, rewrite the index
-    python -m conformance.goldens --check        # regenerate in memory; exit 1 on any difference
-    python -m conformance.goldens --render-spec  # rewrite SPEC.md's <!-- golden:NAME --> blocks
+    python -m batchspec.conformance.goldens                # regenerate every case, rewrite the index
+    python -m batchspec.conformance.goldens --check        # regenerate in memory; exit 1 on any difference
+    python -m batchspec.conformance.goldens --render-spec  # rewrite SPEC.md's <!-- golden:NAME --> blocks
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from conformance.golden.api import Case
-from conformance.golden.build import all_files
-from conformance.golden.discovery import all_cases
-from conformance.golden.errors import GoldenError
-from conformance.golden.layout import REGENERATE, ROOT, SPEC
-from conformance.golden.render import render_spec
-from conformance.golden.store import load_all
+from batchspec.conformance.golden.api import Case
+from batchspec.conformance.golden.build import all_files
+from batchspec.conformance.golden.discovery import all_cases
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.layout import REGENERATE, ROOT, SPEC
+from batchspec.conformance.golden.render import render_spec
+from batchspec.conformance.golden.store import load_all
 
 __all__ = ["check", "main", "regenerate"]
 

@@ -10,9 +10,9 @@ import inspect
 from pathlib import Path
 from types import ModuleType
 
-from conformance.golden.api import Case
-from conformance.golden.errors import GoldenError
-from conformance.golden.layout import CASES_DIR
+from batchspec.conformance.golden.api import Case
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.layout import CASES_DIR
 
 __all__ = ["all_cases", "case_modules"]
 

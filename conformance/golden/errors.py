@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.helpers.asserts import Fact, Shape, Value
+from batchspec.conformance.helpers.asserts import Fact, Shape, Value
 
 __all__ = ["ERROR_TYPES", "GoldenError", "error_from_record", "error_record", "error_type"]
 

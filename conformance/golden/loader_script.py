@@ -7,10 +7,10 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.golden.errors import GoldenError
-from conformance.golden.inputs import build_contract, build_sample_batch, payload_state
-from conformance.helpers.literals import IGNORE_INDEX
-from conformance.helpers.pipelines import RecordingPipeline
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.inputs import build_contract, build_sample_batch, payload_state
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.pipelines import RecordingPipeline
 
 __all__ = ["run_loader"]
 

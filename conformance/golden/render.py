@@ -9,10 +9,10 @@ from typing import Any
 
 import torch
 
-from conformance.golden.api import Case
-from conformance.golden.errors import GoldenError
-from conformance.golden.inputs import tensors_in
-from conformance.golden.layout import REGENERATE
+from batchspec.conformance.golden.api import Case
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.inputs import tensors_in
+from batchspec.conformance.golden.layout import REGENERATE
 
 __all__ = ["BLOCK", "render_case", "render_spec"]
 

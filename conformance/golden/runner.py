@@ -1,21 +1,22 @@
-"""Running a stored case (``conformance.golden.store``) against the backend under test, with
+"""Running a stored case (``batchspec.conformance.golden.store``) against the backend under test, with
 the suite's own asserts (conformance/helpers/asserts.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.golden.adapters import adapter, call
-from conformance.golden.errors import error_from_record
-from conformance.golden.store import StoredCase
-from conformance.helpers.asserts import assert_equal, assert_keys, assert_raises
+from batchspec.conformance.golden.adapters import adapter, call
+from batchspec.conformance.golden.errors import error_from_record
+from batchspec.conformance.golden.store import StoredCase
+from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises, check
 
 __all__ = ["run_stored_case"]
 
 
 def run_stored_case(impl: Any, case: StoredCase) -> None:
-    """Run one stored case against ``impl`` (the backend fixture); raise AssertionError with
-    a message naming the case, the clause and the first mismatches."""
+    """Run one stored case against ``impl`` (the backend fixture); raise ``ClauseFailure`` (an
+    ``AssertionError``) on the case's clauses, with a message naming the case, the clause and
+    the first mismatches."""
     __tracebackhide__ = True
     record = case.record
     clause = ",".join(case.clauses)
@@ -27,7 +28,7 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
         )
         return
     output, mutated = call(impl, case.function, case.inputs, record["options"])
-    assert not mutated, f"inputs modified: {mutated} [{clause}: {call_text}]"
+    check(not mutated, f"inputs modified: {mutated} [{clause}: {call_text}]", clause=clause)
     if record["keys"] is not None:
         ordered = adapter(case.function).ordered_keys
         assert_keys(output, record["keys"], clause=clause, call=call_text, ordered=ordered)

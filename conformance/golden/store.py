@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.golden.errors import GoldenError
-from conformance.golden.layout import EXPECTED, INDEX, INPUTS, RECORD, REGENERATE, ROOT
-from conformance.golden.records import join, parse_json, parse_tensors
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.layout import EXPECTED, INDEX, INPUTS, RECORD, REGENERATE, ROOT
+from batchspec.conformance.golden.records import join, parse_json, parse_tensors
 
 __all__ = ["StoredCase", "check_tree", "load_all", "load_case", "load_index", "read_verified"]
 

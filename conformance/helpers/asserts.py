@@ -7,32 +7,72 @@ dtype included. ``assert_equal`` compares whole nested outputs (the golden cases
 
 An expected error is checked by type (subclasses allowed) and by the facts its message must
 name (``names``): SPEC 1.0 makes no error sentence normative.
+
+Every failing check raises ``ClauseFailure``, an ``AssertionError`` that carries the ids of the
+clauses it failed on; the plugin blames a failure on them (read from the exception, never from
+its text). ``SuiteError`` is the suite's own machinery failing (a harness error): it is reported
+as a suite error and blamed on no clause.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 __all__ = [
+    "ClauseFailure",
     "Fact",
     "Shape",
+    "SuiteError",
     "Value",
     "assert_batch_equal",
     "assert_equal",
     "assert_keys",
     "assert_raises",
     "assert_tensor_equal",
+    "check",
     "missing_facts",
     "names",
     "summary",
 ]
 
 MAX_MISMATCHES = 8
+
+
+class ClauseFailure(AssertionError):
+    """A conformance check that failed on SPEC clauses.
+
+    Args:
+        message: what differs: the input or call, the expected and the actual value.
+        clauses: the clause ids the failure is blamed on: one id, several joined by commas, or
+            an iterable of ids; a cited item (``ctb-input-errors.4``) counts for its clause.
+
+    ``clauses`` (a tuple of clause ids, in the order given) is what the plugin reads.
+    """
+
+    def __init__(self, message: str, clauses: str | Iterable[str]) -> None:
+        super().__init__(message)
+        given = clauses.split(",") if isinstance(clauses, str) else list(clauses)
+        self.clauses: tuple[str, ...] = tuple(dict.fromkeys(c.strip().split(".")[0] for c in given if c.strip()))
+        if not self.clauses:
+            raise ValueError(f"ClauseFailure needs at least one clause id, got {clauses!r}")
+
+
+class SuiteError(Exception):
+    """The suite's own machinery failed (e.g. rank processes that could not start): the run
+    cannot judge the backend on this test, so no clause is blamed."""
+
+
+def check(condition: Any, message: str, *, clause: str | Iterable[str]) -> None:
+    """``check(ok, "...", clause="ctb-shift")`` is ``assert ok, "..."``, raising ``ClauseFailure``
+    blamed on ``clause`` (see ``ClauseFailure``)."""
+    __tracebackhide__ = True
+    if not condition:
+        raise ClauseFailure(message, clause)
 
 
 def summary(value: Any) -> str:
@@ -54,11 +94,13 @@ def assert_tensor_equal(name: str, actual: Any, expected: torch.Tensor, *, claus
     __tracebackhide__ = True
     where = f"[{clause}: {call}]" if call else f"[{clause}]"
     if not isinstance(actual, torch.Tensor):
-        raise AssertionError(f"{name}: {summary(actual)}, but should be {summary(expected)} {where}")
+        raise ClauseFailure(f"{name}: {summary(actual)}, but should be {summary(expected)} {where}", clause)
     if actual.dtype != expected.dtype:
-        raise AssertionError(f"{name}.dtype={actual.dtype}, but should be {expected.dtype} {where}")
+        raise ClauseFailure(f"{name}.dtype={actual.dtype}, but should be {expected.dtype} {where}", clause)
     if tuple(actual.shape) != tuple(expected.shape):
-        raise AssertionError(f"{name}.shape={tuple(actual.shape)}, but should be {tuple(expected.shape)} {where}")
+        raise ClauseFailure(
+            f"{name}.shape={tuple(actual.shape)}, but should be {tuple(expected.shape)} {where}", clause
+        )
     if torch.equal(actual, expected):
         return
     bad = torch.nonzero(actual != expected, as_tuple=False)[:MAX_MISMATCHES]
@@ -68,10 +110,11 @@ def assert_tensor_equal(name: str, actual: Any, expected: torch.Tensor, *, claus
         for index in bad
     ]
     total = int((actual != expected).sum())
-    raise AssertionError(
+    raise ClauseFailure(
         f"{name}: {total} element(s) differ {where}\n  "
         + "\n  ".join(lines)
-        + f"\n  actual:   {_show(actual)}\n  expected: {_show(expected)}"
+        + f"\n  actual:   {_show(actual)}\n  expected: {_show(expected)}",
+        clause,
     )
 
 
@@ -84,7 +127,9 @@ def assert_batch_equal(
     where = _where(clause, call)
     for key in expected if keys is None else keys:
         if key not in actual:
-            raise AssertionError(f"key {key!r} is missing, but should be present; keys: {sorted(actual)} {where}")
+            raise ClauseFailure(
+                f"key {key!r} is missing, but should be present; keys: {sorted(actual)} {where}", clause
+            )
         _assert_leaf_equal(key, actual[key], expected[key], clause=clause, call=call)
 
 
@@ -99,16 +144,17 @@ def assert_equal(actual: Any, expected: Any, *, clause: str, call: str = "", pat
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
             shown = repr(expected) if not _has_tensor(expected) and len(repr(expected)) <= 300 else "a mapping"
-            raise AssertionError(f"{name}: {summary(actual)}, but should be {shown} {_where(clause, call)}")
+            raise ClauseFailure(f"{name}: {summary(actual)}, but should be {shown} {_where(clause, call)}", clause)
         for key, want in expected.items():
             if key not in actual:
-                raise AssertionError(
-                    f"key {key!r} is missing, but should be present; keys: {list(actual)} {_where(clause, call)}"
+                raise ClauseFailure(
+                    f"key {key!r} is missing, but should be present; keys: {list(actual)} {_where(clause, call)}",
+                    clause,
                 )
             assert_equal(actual[key], want, clause=clause, call=call, path=f"{path}.{key}" if path else key)
     elif isinstance(expected, list):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
-            raise AssertionError(f"{name}={summary(actual)}, but should be {expected!r} {_where(clause, call)}")
+            raise ClauseFailure(f"{name}={summary(actual)}, but should be {expected!r} {_where(clause, call)}", clause)
         for i, (a, w) in enumerate(zip(actual, expected)):
             assert_equal(a, w, clause=clause, call=call, path=f"{name}[{i}]")
     else:
@@ -125,7 +171,9 @@ def _assert_leaf_equal(name: str, actual: Any, expected: Any, *, clause: str, ca
     if isinstance(expected, torch.Tensor):
         assert_tensor_equal(name, actual, expected, clause=clause, call=call)
     elif type(actual) is not type(expected) or actual != expected:
-        raise AssertionError(f"{name}={summary(actual)}, but should be {summary(expected)} {_where(clause, call)}")
+        raise ClauseFailure(
+            f"{name}={summary(actual)}, but should be {summary(expected)} {_where(clause, call)}", clause
+        )
 
 
 def _has_tensor(value: Any) -> bool:
@@ -232,15 +280,15 @@ def assert_raises(
         missing = missing_facts(message, fields)
         if missing:
             shown = [str(f) if isinstance(f, (Shape, Value)) else f for f in missing]
-            raise AssertionError(
-                f"{type(error).__name__} message {message!r} does not name {shown} [{clause}: {call}]"
+            raise ClauseFailure(
+                f"{type(error).__name__} message {message!r} does not name {shown} [{clause}: {call}]", clause
             ) from error
         return error
     except Exception as error:  # noqa: BLE001 - report the wrong type
-        raise AssertionError(
-            f"raised {type(error).__name__}({error}), but should raise {error_type.__name__} [{clause}: {call}]"
+        raise ClauseFailure(
+            f"raised {type(error).__name__}({error}), but should raise {error_type.__name__} [{clause}: {call}]", clause
         ) from error
-    raise AssertionError(f"nothing was raised, but should raise {error_type.__name__} [{clause}: {call}]")
+    raise ClauseFailure(f"nothing was raised, but should raise {error_type.__name__} [{clause}: {call}]", clause)
 
 
 def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: str, ordered: bool = True) -> None:
@@ -248,6 +296,6 @@ def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: s
     keys in the same order; with ``ordered=False``, ``assert sorted(out) == sorted(keys)``."""
     __tracebackhide__ = True
     if ordered and list(out) != keys:
-        raise AssertionError(f"keys {list(out)}, but should be {keys} (in this order) [{clause}: {call}]")
+        raise ClauseFailure(f"keys {list(out)}, but should be {keys} (in this order) [{clause}: {call}]", clause)
     if not ordered and sorted(out) != sorted(keys):
-        raise AssertionError(f"keys {sorted(out)}, but should be {sorted(keys)} [{clause}: {call}]")
+        raise ClauseFailure(f"keys {sorted(out)}, but should be {sorted(keys)} [{clause}: {call}]", clause)

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from batchspec.conformance.golden.layout import ROOT as GOLDEN_ROOT
+
 __all__ = [
     "BOS_ID",
     "CORPUS_DIR",
@@ -33,7 +35,7 @@ __all__ = [
     "shard_paths",
 ]
 
-CORPUS_DIR: Path = Path(__file__).resolve().parents[2] / "golden" / "corpus"
+CORPUS_DIR: Path = GOLDEN_ROOT / "corpus"
 """Directory holding the corpus, its build scripts, LICENSE and README."""
 
 SHARD_DIR: Path = CORPUS_DIR / "nodejs-api"

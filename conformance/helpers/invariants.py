@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from conformance.helpers.asserts import assert_tensor_equal, summary
-from conformance.helpers.inputs import Row, row_positions
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal, summary
+from batchspec.conformance.helpers.inputs import Row, row_positions
 
 __all__ = [
     "BASE_KEYS",
@@ -52,7 +52,7 @@ def _fail_where(bad: torch.Tensor, what: str, *, clause: str, call: str, show: M
         at = tuple(int(i) for i in index)
         values = ", ".join(f"{name}[{', '.join(map(str, at))}]={tensor[at].item()!r}" for name, tensor in show.items())
         lines.append(values)
-    raise AssertionError(f"{what}: {total} position(s) violate it [{clause}: {call}]\n  " + "\n  ".join(lines))
+    raise ClauseFailure(f"{what}: {total} position(s) violate it [{clause}: {call}]\n  " + "\n  ".join(lines), clause)
 
 
 def _expected_rows(rows: Sequence[Row], ignore_index: int, mask_segment_starts: bool) -> dict[str, Any]:
@@ -177,7 +177,7 @@ def check_converted_batch(
 
     ``check_converted_batch(out, rows, ...)`` is equivalent to asserting, for the expected
     fields computed in plain Python from ``rows`` (``Row`` objects; see
-    ``conformance.helpers.inputs.rows_of`` for a ``SampleBatch``):
+    ``batchspec.conformance.helpers.inputs.rows_of`` for a ``SampleBatch``):
 
     * I1: every field is present with its ``[B, S]`` shape ([tb-shapes], ``attention_mask``
       ``[B, 1, S, S]`` for ``"block_causal"``) and its table dtype ([tb-dtypes]);
@@ -208,30 +208,35 @@ def check_converted_batch(
     needed = [*BASE_KEYS, "attention_mask", *(METADATA_KEYS if wants_metadata else ())]
     missing = [key for key in needed if key not in out]
     if missing:
-        raise AssertionError(
+        raise ClauseFailure(
             f"keys {missing} are missing, but should be present; keys: {sorted(out)} "
-            f"[tb-shapes, batched-metadata: {call}]"
+            f"[tb-shapes, batched-metadata: {call}]",
+            "tb-shapes, batched-metadata",
         )
     for key, dtype in BASE_KEYS.items():
         value = out[key]
         if not isinstance(value, torch.Tensor):
-            raise AssertionError(f"{key}: {summary(value)}, but should be a tensor [tb-dtypes: {call}]")
+            raise ClauseFailure(f"{key}: {summary(value)}, but should be a tensor [tb-dtypes: {call}]", "tb-dtypes")
         if tuple(value.shape) != (batch_size, sequence_length):
-            raise AssertionError(
-                f"{key}.shape={tuple(value.shape)}, but should be {(batch_size, sequence_length)} (S = L - 1) [tb-shapes: {call}]"
+            raise ClauseFailure(
+                f"{key}.shape={tuple(value.shape)}, but should be {(batch_size, sequence_length)} (S = L - 1) [tb-shapes: {call}]",
+                "tb-shapes",
             )
         if value.dtype != dtype:
-            raise AssertionError(f"{key}.dtype={value.dtype}, but should be {dtype} [tb-dtypes: {call}]")
+            raise ClauseFailure(f"{key}.dtype={value.dtype}, but should be {dtype} [tb-dtypes: {call}]", "tb-dtypes")
     mask = out["attention_mask"]
     mask_shape = (batch_size, 1, sequence_length, sequence_length) if block_causal else (batch_size, sequence_length)
     mask_dtype = torch.bool if block_causal else torch.int64
     if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != mask_shape:
-        raise AssertionError(
+        raise ClauseFailure(
             f"attention_mask: {summary(mask)}, but should have shape {mask_shape} for "
-            f"packed_mask_type={contract.packed_mask_type!r} [tb-shapes: {call}]"
+            f"packed_mask_type={contract.packed_mask_type!r} [tb-shapes: {call}]",
+            "tb-shapes",
         )
     if mask.dtype != mask_dtype:
-        raise AssertionError(f"attention_mask.dtype={mask.dtype}, but should be {mask_dtype} [tb-dtypes: {call}]")
+        raise ClauseFailure(
+            f"attention_mask.dtype={mask.dtype}, but should be {mask_dtype} [tb-dtypes: {call}]", "tb-dtypes"
+        )
 
     labels, padding_mask, document_ids = out["labels"], out["padding_mask"], out["document_ids"]
     targets = torch.tensor(expected["targets"], dtype=torch.int64)
@@ -306,9 +311,10 @@ def check_converted_batch(
         out["_packed_seq_ids"].untyped_storage().data_ptr()
         == out["attention_document_ids"].untyped_storage().data_ptr()
     ):
-        raise AssertionError(
+        raise ClauseFailure(
             f"_packed_seq_ids shares storage with attention_document_ids, but should be a separate tensor "
-            f"[batched-packed-seq-ids: {call}]"
+            f"[batched-packed-seq-ids: {call}]",
+            "batched-packed-seq-ids",
         )
 
     # Attention mask: block-causal over the expected ids (torch broadcasting), or the ids.
@@ -323,17 +329,20 @@ def check_converted_batch(
     if not wants_metadata:
         present = [key for key in METADATA_KEYS if key in out]
         if present:
-            raise AssertionError(
+            raise ClauseFailure(
                 f"keys {present} are present, but should be absent: the contract does not request metadata "
-                f"[batched-metadata: {call}]"
+                f"[batched-metadata: {call}]",
+                "batched-metadata",
             )
         return
     indices, cu_seqlens, max_seqlen = (out[key] for key in METADATA_KEYS)
     for key in ("packed_token_indices", "cu_seqlens"):
         if not isinstance(out[key], torch.Tensor):
-            raise AssertionError(f"{key}: {summary(out[key])}, but should be a tensor [tb-dtypes: {call}]")
+            raise ClauseFailure(f"{key}: {summary(out[key])}, but should be a tensor [tb-dtypes: {call}]", "tb-dtypes")
     if type(max_seqlen) is not int:
-        raise AssertionError(f"max_seqlen: {summary(max_seqlen)}, but should be a Python int [tb-dtypes: {call}]")
+        raise ClauseFailure(
+            f"max_seqlen: {summary(max_seqlen)}, but should be a Python int [tb-dtypes: {call}]", "tb-dtypes"
+        )
     if tuple(indices.shape) == (batch_size, sequence_length):
         _fail_where(
             (indices == -1) != (expected_ids == 0),
@@ -348,9 +357,10 @@ def check_converted_batch(
             valid = [v for v in row if v != -1]
             tokens = sum(1 for v in expected["document_ids"][b] if v > 0)
             if not valid or valid[-1] != tokens:
-                raise AssertionError(
+                raise ClauseFailure(
                     f"cu_seqlens[{b}]={row}: last valid entry {valid[-1] if valid else None}, but should be "
-                    f"{tokens} (the row's tokens with attention_document_ids > 0) [batched-metadata: {call}]"
+                    f"{tokens} (the row's tokens with attention_document_ids > 0) [batched-metadata: {call}]",
+                    "batched-metadata",
                 )
     want = expected_packed_metadata(expected["document_ids"])
     assert_tensor_equal(
@@ -358,4 +368,7 @@ def check_converted_batch(
     )
     assert_tensor_equal("cu_seqlens", cu_seqlens, want["cu_seqlens"], clause="batched-metadata, tb-dtypes", call=call)
     if max_seqlen != want["max_seqlen"]:
-        raise AssertionError(f"max_seqlen={max_seqlen}, but should be {want['max_seqlen']} [batched-metadata: {call}]")
+        raise ClauseFailure(
+            f"max_seqlen={max_seqlen}, but should be {want['max_seqlen']} [batched-metadata: {call}]",
+            "batched-metadata",
+        )

@@ -1,15 +1,15 @@
 """The suite's literal helpers and the SPEC's constants, used by the conformance modules and
-(through the public case API, ``conformance.golden.api``) by ``golden/cases/*.py``.
+(through the public case API, ``batchspec.conformance.golden.api``) by ``golden/cases/*.py``.
 
 Hand-written expected values live in ``golden/cases/`` only; a conformance check that needs a
-golden case's input on a live object reads it from the stored case (``conformance.helpers.stored``).
+golden case's input on a live object reads it from the stored case (``batchspec.conformance.helpers.stored``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from conformance.helpers.inputs import Contract, sample_batch
+from batchspec.conformance.helpers.inputs import Contract, sample_batch
 
 __all__ = [
     "ALWAYS_KEYS",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conformance.helpers.corpus import PAD_ID, SHARD_DIR, CorpusTokenizer, corpus_texts
+from batchspec.conformance.helpers.corpus import PAD_ID, SHARD_DIR, CorpusTokenizer, corpus_texts
 
 __all__ = ["RecordingPipeline", "SpyPipeline", "corpus_pipeline", "index_pipeline", "make_loader", "row_indices"]
 
@@ -132,7 +132,7 @@ def index_pipeline(scratch_dir, n, chunk_size, policy, *, shuffle=False, pack=No
 def make_loader(backend, pipeline):
     """The backend's ``ZephonDataLoader`` over ``pipeline`` with ``row_indices`` as
     ``convert_batch`` and the default contract: the F16-F18 setup of the state checks."""
-    from conformance.helpers.inputs import Contract
+    from batchspec.conformance.helpers.inputs import Contract
 
     return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
 

@@ -2,7 +2,7 @@
 for golden cases: ``ZephonDataLoader.state``.
 
 A script drives one or more ``impl.ZephonDataLoader``s over REAL in-memory Zephon pipelines
-(``conformance.helpers.pipelines.index_pipeline``, field reports F16/F17 in docs/sources.md:
+(``batchspec.conformance.helpers.pipelines.index_pipeline``, field reports F16/F17 in docs/sources.md:
 one-token rows, ``batch``, inline runner, ``convert_batch`` = ``row_indices``), each wrapped in a
 ``SpyPipeline``. ``inputs["pipelines"]`` names the pipeline settings
 (``{"A": {"n": 10, "chunk_size": 2, "policy": "redistribute"}}``, optionally ``shuffle``,
@@ -21,10 +21,10 @@ the actions, and the output is ``{"outcomes": {"<step> <action>": outcome}}``:
 - ``save:S`` → records ``state_dict()["zephon"]`` as ``S``; ``"empty"`` or ``"non-empty"``
 - ``same:S`` → whether ``state_dict()["zephon"]`` is exactly the bytes recorded as ``S``
 - ``load:S`` → ``load_state_dict({"zephon": S})``: ``None`` or an error. ``load:S:c1+c2``
-  loads ``S`` after the corruptions ``c1``, then ``c2`` (``conformance.helpers.envelope.CORRUPTIONS``),
+  loads ``S`` after the corruptions ``c1``, then ``c2`` (``batchspec.conformance.helpers.envelope.CORRUPTIONS``),
   which follow the envelope layout of [state-envelope], so they work on any backend's own bytes
   (``foreign`` and ``short_foreign`` replace them with bytes that are not an envelope at all).
-- ``load_arg:NAME`` → ``load_state_dict(BAD_ARGUMENTS[NAME])`` (``conformance.helpers.envelope``): ``None`` or an error
+- ``load_arg:NAME`` → ``load_state_dict(BAD_ARGUMENTS[NAME])`` (``batchspec.conformance.helpers.envelope``): ``None`` or an error
 - ``calls`` → how often the loader called the pipeline's ``iter()`` and ``checkpoint()``;
   ``restores`` → how often it called ``restore()``
 
@@ -53,8 +53,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.helpers.asserts import names
-from conformance.helpers.envelope import (
+from batchspec.conformance.helpers.asserts import ClauseFailure, names
+from batchspec.conformance.helpers.envelope import (
     BAD_ARGUMENTS,
     CHECKS,
     CORRUPTIONS,
@@ -70,8 +70,8 @@ from conformance.helpers.envelope import (
     raw_body,
     version_of,
 )
-from conformance.helpers.inputs import Contract
-from conformance.helpers.pipelines import SpyPipeline, index_pipeline, row_indices
+from batchspec.conformance.helpers.inputs import Contract
+from batchspec.conformance.helpers.pipelines import SpyPipeline, index_pipeline, row_indices
 
 __all__ = ["BAD_ARGUMENTS", "CHECKS", "CORRUPTIONS", "run_state_script"]
 
@@ -150,9 +150,10 @@ def _error(error: BaseException, label: _Labels, replicas: set[int]) -> dict:
 def _state_bytes(loader) -> bytes:
     state = loader.state_dict()
     if not (isinstance(state, Mapping) and list(state) == ["zephon"] and isinstance(state["zephon"], bytes)):
-        raise AssertionError(
+        raise ClauseFailure(
             f"state_dict() returned {state!r}, but should be {{'zephon': bytes}} [state-before-start, "
-            f"state-after-start]"
+            f"state-after-start]",
+            "state-before-start, state-after-start",
         )
     return state["zephon"]
 

@@ -1,5 +1,5 @@
 """The inputs of stored golden cases (``golden/data``, read through the verified path of
-``conformance.goldens``), for the conformance checks that need a golden case's input on a
+``batchspec.conformance.goldens``), for the conformance checks that need a golden case's input on a
 live object: aliasing, in-place mutation, identity, device placement, the type of a returned
 value. The input is defined once, in the case (``golden/cases/*.py``); these checks reuse it
 instead of restating it.
@@ -11,7 +11,7 @@ import copy
 import functools
 from typing import Any
 
-from conformance.helpers.inputs import Row
+from batchspec.conformance.helpers.inputs import Row
 
 __all__ = ["EXAMPLE", "stored_inputs", "stored_options", "stored_rows"]
 
@@ -21,7 +21,7 @@ EXAMPLE = "test_example_a_defaults"  # the shared packed batch of SPEC.md's work
 @functools.cache
 def _case(name: str) -> Any:
     # imported on first use: regenerating the golden files imports this package
-    from conformance.golden.store import load_case
+    from batchspec.conformance.golden.store import load_case
 
     return load_case(name)
 
@@ -37,7 +37,7 @@ def stored_options(name: str) -> dict:
 
 
 def stored_rows(name: str = EXAMPLE) -> list[Row]:
-    """The ``convert_text_batch`` rows of golden case ``name`` (``conformance.golden.api.rows``
+    """The ``convert_text_batch`` rows of golden case ``name`` (``batchspec.conformance.golden.api.rows``
     inputs) as ``Row``s; record options (field names, tags, extra payloads) are not kept."""
     return [
         Row(

@@ -1,6 +1,6 @@
 """Hypothesis strategies for the conformance suite: packed rows, packed batches, id masks.
 
-Every strategy builds inputs the way Zephon 0.2.0 emits them (``conformance.helpers.inputs``) and
+Every strategy builds inputs the way Zephon 0.2.0 emits them (``batchspec.conformance.helpers.inputs``) and
 never asserts. Sizes are capped by module constants that environment variables override:
 
 * ``BATCHSPEC_MAX_BATCH`` (default 4): the most rows in a drawn batch or mask;
@@ -20,8 +20,8 @@ from typing import NamedTuple
 import torch
 from hypothesis import strategies as st
 
-from conformance.helpers.inputs import Contract, Row, packed_row
-from conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.inputs import Contract, Row, packed_row
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 __all__ = [
     "IGNORE_INDICES",

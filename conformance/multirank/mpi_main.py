@@ -1,10 +1,10 @@
 """Run one multi-rank scenario phase per ``mpiexec`` job, one process per rank.
 
-    mpiexec -n K python -m conformance.multirank.mpi_main --backend NAME --out DIR \
+    mpiexec -n K python -m batchspec.conformance.multirank.mpi_main --backend NAME --out DIR \
         --params '{"take": 1, "save": true, ...}'
 
 Every rank runs ``scenarios.rank_main``: it resolves ``--backend`` with
-``conformance.backends.load_backend``, runs ``scenarios.run_phase`` and writes
+``batchspec.conformance.backends.load_backend``, runs ``scenarios.run_phase`` and writes
 ``DIR/rank{rank}.json``. The job exits 0 when every rank
 succeeded, 1 otherwise (each rank exits with the job's status, after the others finished).
 """
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default="{}", help="JSON object of scenarios.run_phase parameters")
     args = parser.parse_args(argv)
 
-    from conformance.multirank.scenarios import rank_main
+    from batchspec.conformance.multirank.scenarios import rank_main
 
     return 0 if rank_main(MpiGroup(), args.backend, json.loads(args.params), args.out) else 1
 

@@ -2,8 +2,8 @@
 
 Every rank process calls ``run_phase(group, backend, params, out_dir)``. ``group`` is any
 object with ``rank``, ``world_size`` and ``allgather(obj) -> list`` (see ``Group``): the MPI
-launcher (``conformance.multirank.mpi_main``) provides one over mpi4py, the torch.distributed
-launcher (``conformance.multirank.torch_main``) one over gloo's ``all_gather_object``. Both
+launcher (``batchspec.conformance.multirank.mpi_main``) provides one over mpi4py, the torch.distributed
+launcher (``batchspec.conformance.multirank.torch_main``) one over gloo's ``all_gather_object``. Both
 enter through ``rank_main``.
 
 Each rank builds its own Zephon pipeline with its coordination identity (``world_size``,
@@ -88,7 +88,7 @@ def build_pipeline(group: Group, params: dict, run_id: str):
     """This rank's pipeline: F18's one-token rows, or real corpus text (``data="corpus"``),
     with this rank's topology; Zephon's aggregate directory is ``scratch_dir/aggregate``,
     shared by the job's ranks."""
-    from conformance.helpers.pipelines import corpus_pipeline, index_pipeline
+    from batchspec.conformance.helpers.pipelines import corpus_pipeline, index_pipeline
 
     tp = params["tp"]
     topology = {
@@ -113,8 +113,8 @@ def build_pipeline(group: Group, params: dict, run_id: str):
 
 
 def _loader(backend, group: Group, params: dict, run_id: str):
-    from conformance.helpers.inputs import Contract
-    from conformance.helpers.pipelines import row_indices
+    from batchspec.conformance.helpers.inputs import Contract
+    from batchspec.conformance.helpers.pipelines import row_indices
 
     contract = Contract()
     if params["data"] == "corpus":
@@ -196,7 +196,7 @@ def rank_main(group: Group, backend_spec: str, params: dict, out_dir: str | Path
         import logging
 
         logging.getLogger("zephon").setLevel(logging.ERROR)
-        from conformance.backends import load_backend
+        from batchspec.conformance.backends import load_backend
 
         ok = run_phase(group, load_backend(backend_spec), params, out_dir)
     except BaseException as error:  # noqa: BLE001 - set-up failure: report and join the exit vote

@@ -1,6 +1,6 @@
 """Run one multi-rank scenario phase under ``torch.distributed`` (gloo), for users without MPI.
 
-    python -m conformance.multirank.torch_main --ranks K --backend NAME --out DIR \
+    python -m batchspec.conformance.multirank.torch_main --ranks K --backend NAME --out DIR \
         --params '{"take": 1, "save": true, ...}'
 
 Spawns K processes (``multiprocessing``, start method ``spawn``); each joins a gloo
@@ -44,7 +44,7 @@ def _rank(rank: int, world_size: int, init_file: str, backend_spec: str, params:
     """One spawned rank: join the gloo group, run the phase, exit with the job's status."""
     import torch.distributed as dist
 
-    from conformance.multirank.scenarios import rank_main
+    from batchspec.conformance.multirank.scenarios import rank_main
 
     dist.init_process_group(
         "gloo",

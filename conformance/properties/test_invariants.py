@@ -2,8 +2,8 @@
 padding, what xdoc leaves untouched, THD length sums, metadata consistency, no input mutation
 (each test names its clauses).
 
-Inputs come from ``conformance.helpers.strategies``; expected values are computed in plain Python
-(``conformance.helpers.invariants``) or, for the differential test only, by ``reference``. The code
+Inputs come from ``batchspec.conformance.helpers.strategies``; expected values are computed in plain Python
+(``batchspec.conformance.helpers.invariants``) or, for the differential test only, by ``reference``. The code
 under test is reached only through the ``backend`` fixture.
 """
 
@@ -17,11 +17,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import reference
-from conformance.helpers import strategies as cs
-from conformance.helpers.asserts import assert_batch_equal, assert_tensor_equal, summary
-from conformance.helpers.inputs import describe_rows, payload_form, row_positions, sample_batch
-from conformance.helpers.invariants import (
+from batchspec import reference
+from batchspec.conformance.helpers import strategies as cs
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal, summary
+from batchspec.conformance.helpers.inputs import describe_rows, payload_form, row_positions, sample_batch
+from batchspec.conformance.helpers.invariants import (
     check_converted_batch,
     expected_packed_metadata,
     expected_unpad_data,
@@ -108,8 +108,9 @@ def _assert_unchanged(before, batch, *, what: str, call: str) -> None:
     __tracebackhide__ = True
     after = _batch_state(batch)
     if after["records"] != before["records"]:
-        raise AssertionError(
-            f"sample_batch.records was replaced {what}, but should be untouched [ctb-no-mutation: {call}]"
+        raise ClauseFailure(
+            f"sample_batch.records was replaced {what}, but should be untouched [ctb-no-mutation: {call}]",
+            "ctb-no-mutation",
         )
     for index, (now, then) in enumerate(zip(after["record"], before["record"])):
         for part in then:
@@ -121,8 +122,9 @@ def _assert_unchanged(before, batch, *, what: str, call: str) -> None:
                     shown = f": payload entries {replaced} were replaced by other objects"
                 else:
                     shown = f": {now[part]!r}, but should be {then[part]!r}"
-                raise AssertionError(
-                    f"sample_batch.records[{index}] {part} changed {what}{shown} [ctb-no-mutation: {call}]"
+                raise ClauseFailure(
+                    f"sample_batch.records[{index}] {part} changed {what}{shown} [ctb-no-mutation: {call}]",
+                    "ctb-no-mutation",
                 )
 
 
@@ -215,22 +217,25 @@ def test_convert_text_batch_matches_reference(backend, data):
     out = backend.convert_text_batch(sample_batch(case.rows), *args)
     expected = reference.convert_text_batch(sample_batch(case.rows), *args)
     if sorted(out) != sorted(expected):
-        raise AssertionError(f"keys {sorted(out)}, but should be {sorted(expected)} (reference) [tb-keys: {call}]")
+        raise ClauseFailure(
+            f"keys {sorted(out)}, but should be {sorted(expected)} (reference) [tb-keys: {call}]", "tb-keys"
+        )
     for key, want in expected.items():
         got = out[key]
         if isinstance(want, torch.Tensor):
             # dtype and shape first, so a wrong dtype is blamed on [tb-dtypes], not on the value rule.
             if not isinstance(got, torch.Tensor) or got.dtype != want.dtype:
-                raise AssertionError(
-                    f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]"
+                raise ClauseFailure(
+                    f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]", "tb-dtypes"
                 )
             if got.shape != want.shape:
-                raise AssertionError(
-                    f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} (reference) [tb-shapes: {call}]"
+                raise ClauseFailure(
+                    f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} (reference) [tb-shapes: {call}]",
+                    "tb-shapes",
                 )
         elif type(got) is not type(want):
-            raise AssertionError(
-                f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]"
+            raise ClauseFailure(
+                f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]", "tb-dtypes"
             )
         clause = _label_rules(case, got, want) if key == "labels" else DIFFERENTIAL_CLAUSES[key]
         assert_batch_equal(out, expected, keys=[key], clause=clause, call=call)
@@ -255,9 +260,10 @@ def test_packed_metadata_invariants(backend, data):
     assert_tensor_equal("cu_seqlens", out["cu_seqlens"], want["cu_seqlens"], clause="meta-cu-seqlens", call=call)
     max_seqlen = out["max_seqlen"]
     if type(max_seqlen) is not int or max_seqlen != want["max_seqlen"]:
-        raise AssertionError(
+        raise ClauseFailure(
             f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want['max_seqlen']} "
-            f"[meta-max-seqlen: {call}]"
+            f"[meta-max-seqlen: {call}]",
+            "meta-max-seqlen",
         )
     assert_tensor_equal("mask (input, after the call)", mask, original, clause="meta-indices", call=call)
 
@@ -272,16 +278,18 @@ def test_unpad_data_invariants(backend, data):
     clause = "unpad-outputs, " + ("unpad-binary" if binary else "unpad-indexed")
     out = backend.get_unpad_data(mask)
     if not isinstance(out, tuple) or len(out) != 3:
-        raise AssertionError(
-            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]"
+        raise ClauseFailure(
+            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]",
+            "unpad-outputs",
         )
     indices, cu_seqlens, max_seqlen = out
     want_indices, want_cu, want_max = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary)
     assert_tensor_equal("indices", indices, want_indices, clause="unpad-outputs", call=call)
     assert_tensor_equal("cu_seqlens", cu_seqlens, want_cu, clause=clause, call=call)
     if type(max_seqlen) is not int or max_seqlen != want_max:
-        raise AssertionError(
-            f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want_max} [{clause}: {call}]"
+        raise ClauseFailure(
+            f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want_max} [{clause}: {call}]",
+            clause,
         )
 
 
@@ -331,8 +339,9 @@ def test_adapt_model_inputs_invariants(backend, data):
     )
 
     if result is not batch:
-        raise AssertionError(
-            f"returned {type(result).__name__} id {id(result)}, but should return the same mapping [adapt-attention-ids: {call}]"
+        raise ClauseFailure(
+            f"returned {type(result).__name__} id {id(result)}, but should return the same mapping [adapt-attention-ids: {call}]",
+            "adapt-attention-ids",
         )
     expected = [
         [ids[b][i] if eligible is None or eligible[b][i] else 0 for i in range(len(ids[b]))] for b in range(len(ids))
@@ -345,19 +354,22 @@ def test_adapt_model_inputs_invariants(backend, data):
         call=call,
     )
     if result["attention_document_ids"].untyped_storage().data_ptr() == document_ids.untyped_storage().data_ptr():
-        raise AssertionError(
-            f"attention_document_ids shares storage with document_ids, but should be new [adapt-attention-ids: {call}]"
+        raise ClauseFailure(
+            f"attention_document_ids shares storage with document_ids, but should be new [adapt-attention-ids: {call}]",
+            "adapt-attention-ids",
         )
 
     # Only an entry is added; every tensor that was there is the same object, unmodified.
     if sorted(result) != sorted([*entries, "attention_document_ids"]):
-        raise AssertionError(
-            f"keys {sorted(result)}, but should be {sorted([*entries, 'attention_document_ids'])} [adapt-no-mutation: {call}]"
+        raise ClauseFailure(
+            f"keys {sorted(result)}, but should be {sorted([*entries, 'attention_document_ids'])} [adapt-no-mutation: {call}]",
+            "adapt-no-mutation",
         )
     for key, value in entries.items():
         if result[key] is not value:
-            raise AssertionError(
-                f"batch[{key!r}] was replaced, but should be the same tensor [adapt-no-mutation: {call}]"
+            raise ClauseFailure(
+                f"batch[{key!r}] was replaced, but should be the same tensor [adapt-no-mutation: {call}]",
+                "adapt-no-mutation",
             )
         assert_tensor_equal(
             f"batch[{key!r}] (after the call)", value, clones[key], clause="adapt-no-mutation", call=call

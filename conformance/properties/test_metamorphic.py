@@ -26,10 +26,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.helpers import strategies as cs
-from conformance.helpers.asserts import assert_batch_equal, assert_tensor_equal
-from conformance.helpers.inputs import Contract, Row, describe_rows, row_positions
-from conformance.helpers.literals import (
+from batchspec.conformance.helpers import strategies as cs
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal
+from batchspec.conformance.helpers.inputs import Contract, Row, describe_rows, row_positions
+from batchspec.conformance.helpers.literals import (
     ALWAYS_KEYS,
     BATCHED_KEYS,
     IGNORE_INDEX,
@@ -93,8 +93,9 @@ def _assert_same_keys(first, second, *, drop_first=frozenset(), drop_second=froz
     __tracebackhide__ = True
     left, right = set(first) - drop_first, set(second) - drop_second
     if left != right:
-        raise AssertionError(
-            f"keys {sorted(left)} (first call), but should be {sorted(right)} as in the second call [{clause}: {call}]"
+        raise ClauseFailure(
+            f"keys {sorted(left)} (first call), but should be {sorted(right)} as in the second call [{clause}: {call}]",
+            clause,
         )
 
 
@@ -155,9 +156,10 @@ def test_thd_and_batched_agree_token_for_token(backend, data):
         for b, row in enumerate(seq_lens_padded.tolist()):
             total = sum(v for v in row if v != THD_PAD)
             if total != sequence_length:
-                raise AssertionError(
+                raise ClauseFailure(
                     f"seq_lens_padded[{b}] valid entries {[v for v in row if v != THD_PAD]} sum to {total}, "
-                    f"but should sum to S={sequence_length} [thd-lengths: {call}]"
+                    f"but should sum to S={sequence_length} [thd-lengths: {call}]",
+                    "thd-lengths",
                 )
     assert_tensor_equal(
         "seq_lens (runs of the batched _packed_seq_ids)",

@@ -11,7 +11,7 @@ import random
 
 import torch
 
-from conformance.golden.api import THD_PAD, Case, Shape, Value, bools, long
+from batchspec.conformance.golden.api import THD_PAD, Case, Shape, Value, bools, long
 
 F, T = False, True
 IDS = long([[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]])

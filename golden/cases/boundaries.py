@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from conformance.golden.api import (
+from batchspec.conformance.golden.api import (
     CONVERT_CLAUSES,
     DOCUMENT_IDS_METADATA_CONTRACT,
     METADATA_CONTRACT,

@@ -3,7 +3,7 @@ and the minimal structural contract accepted by ``convert_text_batch``. Hand-wri
 
 from __future__ import annotations
 
-from conformance.golden.api import Case, Row, long, rows
+from batchspec.conformance.golden.api import Case, Row, long, rows
 
 VALID = ("contract-validation", "types-contract", "types-mask-type", "contract-metadata-flag")
 INVALID = ("contract-validation", "contract-metadata-flag", "types-mask-type")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from conformance.golden.api import (
+from batchspec.conformance.golden.api import (
     BATCHED_KEYS,
     CONVERT_CLAUSES,
     DOCUMENT_IDS_METADATA_CONTRACT,

@@ -14,7 +14,17 @@ import random
 
 import torch
 
-from conformance.golden.api import IGNORE_INDEX, PAD_TOKEN_IDS_KEY, THD_PAD, Case, Shape, bools, f32, int32, long
+from batchspec.conformance.golden.api import (
+    IGNORE_INDEX,
+    PAD_TOKEN_IDS_KEY,
+    THD_PAD,
+    Case,
+    Shape,
+    bools,
+    f32,
+    int32,
+    long,
+)
 
 F, T = False, True
 X = IGNORE_INDEX

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from conformance.golden.api import (
+from batchspec.conformance.golden.api import (
     BATCHED_KEYS,
     DOCUMENT_IDS_METADATA_CONTRACT,
     METADATA_CONTRACT,

@@ -22,7 +22,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from conformance.golden.api import IGNORE_INDEX, Case, Row, Value, corpus_pipeline, long, packed_row, rows_of
+from batchspec.conformance.golden.api import IGNORE_INDEX, Case, Row, Value, corpus_pipeline, long, packed_row, rows_of
 
 DOC_IDS = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": False}
 

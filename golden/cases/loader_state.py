@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from conformance.golden.api import Case
+from batchspec.conformance.golden.api import Case
 
 A = {"n": 10, "chunk_size": 2, "policy": "redistribute"}  # F17: rows 0..9
 END = {"n": 4, "chunk_size": 2, "policy": "redistribute"}  # F16 finite: rows 0..3

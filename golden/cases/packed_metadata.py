@@ -12,7 +12,7 @@ import random
 
 import torch
 
-from conformance.golden.api import Case, Shape, bools, int32, long
+from batchspec.conformance.golden.api import Case, Shape, bools, int32, long
 
 META = ("meta-indices", "meta-cu-seqlens", "meta-max-seqlen", "meta-return")
 UNPAD = ("unpad-binary", "unpad-indexed", "unpad-outputs")

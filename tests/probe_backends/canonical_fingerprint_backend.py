@@ -3,7 +3,7 @@ portability probe for [state-fingerprint-canonical].
 
 This backend is the reference, except that its ``ZephonDataLoader`` computes the fingerprint
 with ``canonical_fingerprint`` below, written from the clause's text and sharing no code with
-``reference.checkpoint``: it finds the stages by Zephon's node names (the reference goes by op
+``batchspec.reference.checkpoint``: it finds the stages by Zephon's node names (the reference goes by op
 class), writes the canonical JSON by hand (the reference calls ``json.dumps``), then hashes
 it. A state saved by one backend loads in the other only if both give the same digest for the
 same pipeline, which is what the clause promises.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import reference as _reference
+from batchspec import reference as _reference
 
 __version__ = "canonical-fingerprint-0"
 BATCHSPEC_SPEC_VERSION = _reference.BATCHSPEC_SPEC_VERSION

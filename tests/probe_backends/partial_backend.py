@@ -3,7 +3,7 @@ infer its capabilities and report every other test as not supported."""
 
 from types import SimpleNamespace
 
-import reference
+from batchspec import reference
 
 # The module itself is a backend too (``--backend=partial_backend``); it targets the same SPEC.
 BATCHSPEC_SPEC_VERSION = reference.BATCHSPEC_SPEC_VERSION

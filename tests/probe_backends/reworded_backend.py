@@ -34,7 +34,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import reference as _reference
+from batchspec import reference as _reference
 
 __version__ = "reworded-0"
 BATCHSPEC_CAPABILITIES = _reference.BATCHSPEC_CAPABILITIES
@@ -223,7 +223,11 @@ def _public(name: str) -> Any:
     value = getattr(_reference, name)
     if name in _CLASSES:
         return _CLASSES[name]
-    if callable(value) and not isinstance(value, type) and getattr(value, "__module__", "").startswith("reference"):
+    if (
+        callable(value)
+        and not isinstance(value, type)
+        and getattr(value, "__module__", "").startswith("batchspec.reference")
+    ):
         return _wrap(value)
     return value
 

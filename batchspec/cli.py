@@ -1,0 +1,73 @@
+"""The ``batchspec`` command: run the installed conformance suite against a backend, from any
+directory (a backend's own repository, its CI).
+
+    batchspec --backend=NAME [--device=cuda] [pytest options] [conformance/test_x.py::test ...]
+
+``NAME`` is a built-in backend (``reference``, ``vectorized``), one registered in the
+``batchspec.backends`` entry-point group, or an importable ``module`` / ``module:attribute``.
+Every other option is pytest's or the suite's (``pytest --help`` under "batchspec" lists them).
+Test ids are relative to the installed package (``conformance/test_datum.py::test_x``), as the
+suite prints them in its reproduce commands; with none, the whole suite runs.
+
+The run uses ``batchspec/pytest.ini`` as its configuration (never the configuration of the
+directory it starts in), keeps pytest's cache in ``./.pytest_cache``, and exits with the
+verdict's status (conformance/verdict.py). Tests run in a pytest-xdist worker (``-n 1`` unless
+``-n`` is given; ``-p no:xdist`` runs them in this process), so a backend that crashes fails
+the test it crashed in, and one that hangs fails it after the per-test timeout (``--timeout``,
+default 900 s); the run then goes on.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from batchspec.conformance.golden.layout import on_disk
+
+__all__ = ["main", "suite_root"]
+
+
+def suite_root() -> Path:
+    """The directory that holds the suite's ``conformance/`` package (the installed
+    ``batchspec`` package, or a checkout's root): the rootdir of runs the command starts."""
+    return on_disk(resources.files("batchspec.conformance")).parent
+
+
+class _CommandRun:
+    """Marks a run started by this command, so the suite's reproduce commands use it."""
+
+    @staticmethod
+    def pytest_configure(config: pytest.Config) -> None:
+        config._batchspec_command = True
+
+
+def _arguments(argv: list[str], root: Path) -> list[str]:
+    """``argv`` with test ids made absolute under ``root``, the whole suite when none is given,
+    and one pytest-xdist worker unless ``argv`` chooses (``-n``, ``--numprocesses``, ``-p no:xdist``)."""
+    out, tests = [], []
+    for arg in argv:
+        path = arg.split("::", 1)[0]
+        if not arg.startswith("-") and path and (root / path).exists():
+            tests.append(str(root / arg))
+        else:
+            out.append(arg)
+    chosen = any(a.startswith(("-n", "--numprocesses", "--dist")) or a in ("no:xdist", "-pno:xdist") for a in argv)
+    return [*(tests or [str(root / "conformance")]), *([] if chosen else ["-n", "1"]), *out]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite; returns pytest's exit status."""
+    root = suite_root()
+    ini = on_disk(resources.files("batchspec") / "pytest.ini")
+    args = [
+        "-c",
+        str(ini),
+        f"--rootdir={root}",
+        "-o",
+        f"cache_dir={Path.cwd() / '.pytest_cache'}",
+        *_arguments(list(sys.argv[1:] if argv is None else argv), root),
+    ]
+    return int(pytest.main(args, plugins=[_CommandRun()]))

@@ -1,0 +1,296 @@
+"""From test results to clause statuses, the release verdict and the run's report.
+
+The plugin (``conformance/plugin.py``) turns every test's result into a *record* (a plain
+dict, so it survives pytest-xdist's transport from the worker processes):
+
+- ``nodeid``; ``cited``: the clause ids the test cites;
+- ``outcome``: ``passed``, ``failed``, ``expected failure``, ``unexpected pass``,
+  ``not supported``, ``skipped`` or ``suite error``;
+- ``blamed``: the clauses a failure is blamed on (the ``ClauseFailure``'s clauses, else every
+  cited clause); ``expectation``: the index of the ``--expectations`` entry that matched;
+- ``message``, ``reproduce`` (a command that reruns the test alone) and ``hypothesis`` (the
+  ``@reproduce_failure`` line of a property test's failure, when it printed one).
+
+Clause statuses: ``FAIL`` (a test failed on it), ``expected failure`` (its failures are all
+expected), ``unexpected pass`` (an expectation names it or one of its tests, and they pass),
+``pass`` (every citing test passed), ``partial`` (some passed, the others were not supported
+or stopped on another clause), ``inconclusive`` (every citing test failed on another clause,
+or the suite itself failed), ``not supported``.
+
+The verdict (``build_report(...)["verdict"]``) is ``fail``, exit status 1, when a MUST clause
+has status ``FAIL``, when the suite itself failed (a suite error: no clause can be judged), or,
+under ``--strict-expectations``, when an expectation passed; else ``pass``, exit status 0.
+SHOULD failures are warnings. It holds no time, path or order of execution, so two runs of one
+backend at one suite version give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+from batchspec.conformance.expectations import Expectation, matches
+
+__all__ = ["OUTCOMES", "STATUSES", "build_report", "clause_outcomes", "render_markdown", "render_scoreboard"]
+
+OUTCOMES = ("passed", "failed", "expected failure", "unexpected pass", "not supported", "skipped", "suite error")
+STATUSES = ("FAIL", "expected failure", "unexpected pass", "pass", "partial", "inconclusive", "not supported")
+
+
+def clause_outcomes(records: Iterable[Mapping]) -> dict[str, list[tuple[str, str]]]:
+    """Clause id -> ``(nodeid, outcome for this clause)`` of every test that cites it or is
+    blamed on it. A failure counts as ``failed`` (or ``expected failure``) for the clauses it is
+    blamed on and ``inconclusive`` for the test's other clauses; a suite error is
+    ``inconclusive`` for all of them."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for record in records:
+        outcome, blamed = record["outcome"], set(record.get("blamed") or ())
+        for clause in list(dict.fromkeys([*record["cited"], *sorted(blamed - set(record["cited"]))])):
+            if outcome in ("failed", "expected failure"):
+                per_clause = outcome if clause in blamed else "inconclusive"
+            elif outcome == "suite error":
+                per_clause = "inconclusive"
+            else:
+                per_clause = outcome
+            out[clause].append((record["nodeid"], per_clause))
+    return dict(out)
+
+
+def _status(outcomes: list[tuple[str, str]], expected_clause: bool) -> str:
+    counts = defaultdict(int)
+    for _, outcome in outcomes:
+        counts[outcome] += 1
+    if counts["failed"]:
+        return "FAIL"
+    if counts["expected failure"]:
+        return "expected failure"
+    if counts["unexpected pass"] or (expected_clause and counts["passed"]):
+        return "unexpected pass"
+    passed = counts["passed"]
+    # a test skipped for a reason of the run (a launcher not selected) takes nothing from a pass
+    if passed and not (counts["not supported"] or counts["inconclusive"]):
+        return "pass"
+    if passed:
+        return "partial"
+    if counts["inconclusive"]:
+        return "inconclusive"
+    return "not supported"
+
+
+def _stale(expectations: list[Expectation], records: list[Mapping]) -> list[dict]:
+    nodeids = [r["nodeid"] for r in records]
+    clauses = {c for r in records for c in (*r["cited"], *(r.get("blamed") or ()))}
+    stale = []
+    for entry in expectations:
+        if entry.test is not None and not any(matches(n, entry.test) for n in nodeids):
+            stale.append(entry.as_dict())
+        elif entry.clause is not None and entry.clause not in clauses:
+            stale.append(entry.as_dict())
+    return stale
+
+
+def build_report(
+    records: list[Mapping],
+    *,
+    levels: Mapping[str, str],
+    expectations: list[Expectation],
+    strict_expectations: bool,
+    header: Mapping,
+) -> dict:
+    """The run's report: ``header`` (suite, SPEC, backend, environment, run options), the
+    ``verdict``, the per-clause ``clauses`` table, every ``failures`` entry with its reproduce
+    command, and the MUST / SHOULD clauses no test of the run checked."""
+    records = sorted(records, key=lambda r: r["nodeid"])
+    per_clause = clause_outcomes(records)
+    expected_clauses = {e.clause for e in expectations if e.clause is not None}
+    clauses = {}
+    for clause in sorted(per_clause):
+        clauses[clause] = {
+            "level": levels.get(clause, "?"),
+            "status": _status(per_clause[clause], clause in expected_clauses),
+            "tests": [{"nodeid": n, "outcome": o} for n, o in sorted(per_clause[clause])],
+        }
+
+    def failing(level: str, status: str = "FAIL") -> dict[str, list[str]]:
+        wanted = "failed" if status == "FAIL" else status
+        return {
+            c: sorted({t["nodeid"] for t in row["tests"] if t["outcome"] == wanted})
+            for c, row in clauses.items()
+            if row["level"] == level and row["status"] == status
+        }
+
+    suite_errors = sorted(r["nodeid"] for r in records if r["outcome"] == "suite error")
+    expected = [
+        {"nodeid": r["nodeid"], "clauses": sorted(r.get("blamed") or ()), "entry": r["expectation"]}
+        for r in records
+        if r["outcome"] == "expected failure"
+    ]
+    unexpected = sorted(
+        [{"nodeid": r["nodeid"], "entry": r["expectation"]} for r in records if r["outcome"] == "unexpected pass"],
+        key=lambda u: u["nodeid"],
+    ) + [
+        {"clause": c, "entry": next(e.index for e in expectations if e.clause == c)}
+        for c, row in clauses.items()
+        if row["status"] == "unexpected pass" and c in expected_clauses
+    ]
+    must_failures = failing("MUST")
+    failed = bool(must_failures or suite_errors or (strict_expectations and unexpected))
+    verdict = {
+        "result": "fail" if failed else "pass",
+        "exit_status": 1 if failed else 0,
+        "suite_version": header["suite"]["version"],
+        "spec_version": header["suite"]["spec_version"],
+        "golden_index_sha256": header["suite"]["golden_index_sha256"],
+        "backend": {k: header["backend"][k] for k in ("name", "version", "capabilities", "spec_version")},
+        "must_failures": must_failures,
+        "should_failures": failing("SHOULD"),
+        "suite_errors": suite_errors,
+        "expected_failures": expected,
+        "unexpected_passes": unexpected,
+        "stale_expectations": _stale(expectations, records),
+        "strict_expectations": strict_expectations,
+        "expectations": [e.as_dict() for e in expectations],
+        "clause_statuses": {c: row["status"] for c, row in clauses.items()},
+    }
+    failures = [
+        {
+            "nodeid": r["nodeid"],
+            "outcome": r["outcome"],
+            "clauses": sorted(r.get("blamed") or ()),
+            "message": r.get("message", ""),
+            "reproduce": r.get("reproduce", ""),
+            **({"hypothesis": r["hypothesis"]} if r.get("hypothesis") else {}),
+        }
+        for r in records
+        if r["outcome"] in ("failed", "suite error", "expected failure", "unexpected pass")
+    ]
+    must = sorted(c for c, level in levels.items() if level == "MUST" and c not in clauses)
+    should = sorted(c for c, level in levels.items() if level == "SHOULD" and c not in clauses)
+    return {
+        **header,
+        "verdict": verdict,
+        "clauses": clauses,
+        "failures": failures,
+        "untested_must_clauses": must,
+        "untested_should_clauses": should,
+    }
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: Mapping) -> str:
+    """The report as Markdown: what ran, the verdict and why, each failure with its reproduce
+    command, and the clause table."""
+    verdict, suite, backend = report["verdict"], report["suite"], report["backend"]
+    lines = [
+        f"# batchspec conformance: {backend['name']} {backend['version']}",
+        "",
+        f"**Verdict: {verdict['result'].upper()}** (exit status {verdict['exit_status']})",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| suite | batchspec {suite['version']}, SPEC {suite['spec_version']}, golden index sha256 "
+        f"`{suite['golden_index_sha256'][:16]}…` |",
+        f"| backend | {backend['name']} {backend['version']}, targets SPEC {backend['spec_version']}, "
+        f"device {backend['device']} |",
+        f"| capabilities | {', '.join(backend['capabilities']) or 'none'} |",
+        *(f"| {k} | {_cell(v)} |" for k, v in report["environment"].items()),
+        *(f"| {k} | {_cell(v)} |" for k, v in report["run"].items()),
+        "",
+    ]
+
+    def section(title: str, items: list[str]) -> None:
+        if items:
+            lines.extend([f"## {title}", "", *items, ""])
+
+    section(
+        "MUST clauses that fail (the verdict)",
+        [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["must_failures"].items()],
+    )
+    section("Suite errors (no clause judged)", [f"- `{n}`" for n in verdict["suite_errors"]])
+    section(
+        "SHOULD clauses that fail (warnings)",
+        [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["should_failures"].items()],
+    )
+    entries = {e["entry"]: e for e in verdict["expectations"]}
+
+    def why(index: int) -> str:
+        entry = entries[index]
+        return f"{entry['category']}: {entry['reason']}"
+
+    section(
+        "Expected failures",
+        [
+            f"- `{e['nodeid']}` [{', '.join(e['clauses'])}] ({_cell(why(e['entry']))})"
+            for e in verdict["expected_failures"]
+        ],
+    )
+
+    def unexpected(u: Mapping) -> str:
+        what = f"`{u['nodeid']}`" if "nodeid" in u else f"[{u['clause']}]"
+        return f"- {what} ({_cell(why(u['entry']))})"
+
+    strict = " (fail the run: --strict-expectations)" if verdict["strict_expectations"] else ""
+    section("Unexpected passes" + strict, [unexpected(u) for u in verdict["unexpected_passes"]])
+    section(
+        "Stale expectations (they match no test of this run)",
+        [
+            f"- entry {e['entry']}: {e.get('test') or e.get('clause')} ({_cell(e['reason'])})"
+            for e in verdict["stale_expectations"]
+        ],
+    )
+    failures = []
+    for f in report["failures"]:
+        failures += [
+            f"### `{f['nodeid']}` ({f['outcome']}; {', '.join(f['clauses']) or 'no clause'})",
+            "",
+            "```",
+            f["message"].strip() or "(no message)",
+            "```",
+            "",
+            f"Reproduce: `{f['reproduce']}`" + (f" (hypothesis: `{f['hypothesis']}`)" if f.get("hypothesis") else ""),
+            "",
+        ]
+    section("Failures", failures)
+    lines += ["## Clauses", "", "| clause | level | status | tests |", "|---|---|---|---|"]
+    for clause, row in report["clauses"].items():
+        counts = defaultdict(int)
+        for test in row["tests"]:
+            counts[test["outcome"]] += 1
+        detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        lines.append(f"| {clause} | {row['level']} | {row['status']} | {detail} |")
+    if report["untested_must_clauses"]:
+        lines += ["", f"MUST clauses with no test in this run: {', '.join(report['untested_must_clauses'])}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_scoreboard(reports: list[Mapping]) -> str:
+    """One Markdown table of clause x backend statuses from several runs' ``report.json``, with
+    each backend's verdict (the way ONNX publishes its per-backend table)."""
+    reports = sorted(reports, key=lambda r: r["backend"]["name"])
+    names = [f"{r['backend']['name']} {r['backend']['version']}" for r in reports]
+    levels: dict[str, str] = {}
+    for report in reports:
+        levels.update({c: row["level"] for c, row in report["clauses"].items()})
+    suites = sorted({f"batchspec {r['suite']['version']} (SPEC {r['suite']['spec_version']})" for r in reports})
+    lines = [
+        "# batchspec scoreboard",
+        "",
+        f"Suite: {', '.join(suites)}. A cell is the clause's status in that backend's run.",
+        "",
+        "| clause | level | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+        "| **verdict** | | " + " | ".join(f"**{r['verdict']['result']}**" for r in reports) + " |",
+    ]
+    for clause in sorted(levels):
+        cells = [r["clauses"].get(clause, {}).get("status", "not run") for r in reports]
+        lines.append(f"| {clause} | {levels[clause]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def dumps(report: Mapping) -> str:
+    """The report as JSON text (sorted where order means nothing, so equal runs give equal bytes)."""
+    return json.dumps(report, indent=2, sort_keys=False) + "\n"
