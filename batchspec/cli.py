@@ -36,21 +36,19 @@ def suite_root() -> Path:
     return on_disk(resources.files("batchspec.conformance")).parent
 
 
-class _CommandRun:
-    """Marks a run started by this command, so the suite's reproduce commands use it."""
-
-    @staticmethod
-    def pytest_configure(config: pytest.Config) -> None:
-        config._batchspec_command = True
+# pytest options whose value is a separate argument that may look like a test id
+_VALUE_OPTIONS = frozenset({"-k", "-m", "-p", "-o", "-c", "--deselect", "--ignore", "--ignore-glob", "--rootdir"})
 
 
 def _arguments(argv: list[str], root: Path) -> list[str]:
-    """``argv`` with test ids made absolute under ``root``, the whole suite when none is given,
-    and one pytest-xdist worker unless ``argv`` chooses (``-n``, ``--numprocesses``, ``-p no:xdist``)."""
+    """``argv`` with test ids (``conformance/...``, as the suite prints them) made absolute under
+    ``root``, the whole suite when none is given, and one pytest-xdist worker unless ``argv``
+    chooses (``-n``, ``--numprocesses``, ``--dist``, ``-p no:xdist``)."""
     out, tests = [], []
-    for arg in argv:
+    for index, arg in enumerate(argv):
         path = arg.split("::", 1)[0]
-        if not arg.startswith("-") and path and (root / path).exists():
+        value = index > 0 and argv[index - 1] in _VALUE_OPTIONS
+        if not value and path.startswith("conformance/") and (root / path).exists():
             tests.append(str(root / arg))
         else:
             out.append(arg)
@@ -68,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         f"--rootdir={root}",
         "-o",
         f"cache_dir={Path.cwd() / '.pytest_cache'}",
+        "--batchspec-command",
         *_arguments(list(sys.argv[1:] if argv is None else argv), root),
     ]
-    return int(pytest.main(args, plugins=[_CommandRun()]))
+    return int(pytest.main(args))

@@ -162,6 +162,10 @@ def load_backend(spec: str) -> Backend:
         raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
     except (ImportError, AttributeError) as error:
         raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
+    except (Exception, SystemExit) as error:  # noqa: BLE001 - the backend's own import code failed
+        raise BackendError(
+            f"cannot load backend {spec!r} from {path!r}: importing it raised {type(error).__name__}: {error}"
+        ) from error
 
     targets = _targeted_spec_version(spec, impl)
     declared = getattr(impl, "BATCHSPEC_CAPABILITIES", None)

@@ -110,7 +110,11 @@ def load_expectations(path: str | Path, known_clauses: Iterable[str]) -> list[Ex
                 f"{where}: category must be one of {list(CATEGORIES)}, got {entry.get('category')!r}"
             )
         if clause is not None and clause not in known:
-            raise ExpectationsError(f"{where}: clause {clause!r} is not a clause of SPEC.md")
+            head = clause.split(".")[0]
+            hint = (
+                f" (name the clause, {head!r}: failures are blamed per clause, not per item)" if head in known else ""
+            )
+            raise ExpectationsError(f"{where}: clause {clause!r} is not a clause of SPEC.md{hint}")
         out.append(Expectation(index, test, clause, entry["reason"], entry["category"]))
     return out
 

@@ -14,11 +14,12 @@ __all__ = ["add_backend_option", "add_device_option"]
 
 def add_backend_option(group: pytest.OptionGroup, *, repeatable: bool = False) -> None:
     """``--backend NAME``: a built-in name, a name registered in the ``batchspec.backends``
-    entry-point group, or a ``module`` / ``module:attribute`` path. With ``repeatable`` the
-    option collects a list (``--backend=reference --backend=vectorized``)."""
+    entry-point group, or a ``module`` / ``module:attribute`` path. The option always collects
+    a list (``--backend=reference --backend=vectorized``); without ``repeatable`` the caller
+    refuses more than one (a silently ignored ``--backend`` could let a CI typo pass)."""
     group.addoption(
         "--backend",
-        action="append" if repeatable else "store",
+        action="append",  # one backend only (checked by the caller) unless repeatable
         default=None,
         help=f"backend under test (required{', repeatable' if repeatable else ''}): a built-in name "
         f"({', '.join(sorted(BUILTIN_BACKENDS))}), a name registered in the {ENTRY_POINT_GROUP!r} entry-point "

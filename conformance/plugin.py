@@ -104,6 +104,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="an expected failure that passes fails the verdict (delete its entry once the fix lands)",
     )
     group.addoption(
+        "--batchspec-command",
+        action="store_true",
+        help="set by the batchspec command: reproduce commands use it (batchspec --backend=... TEST_ID)",
+    )
+    group.addoption(
         "--release",
         action="store_true",
         help="a release run: hypothesis derandomized (a fixed seed per test) and without its example database, "
@@ -136,10 +141,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     # zephon 0.2.0 deprecates some of its own internals; those warnings are not the backend's
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:zephon.*")
+    names = config.getoption("--backend") or []
+    if len(names) > 1:
+        raise pytest.UsageError(f"--backend was given {len(names)} times ({', '.join(names)}): a run tests one backend")
+    name = names[0] if names else None
+    config._batchspec_backend_spec = name
     if config.getoption("--list-backends"):
-        print(_backend_list(config.getoption("--backend")))
+        print(_backend_list(name))
         pytest.exit("listed the known backends", returncode=0)
-    name = config.getoption("--backend")
     if not name:
         # Silently testing some default would let a CI typo pass green.
         raise pytest.UsageError(
@@ -162,6 +171,14 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     if config.getoption("--release"):
         settings.load_profile("batchspec-release")
+    directory = config.getoption("--conformance-report")
+    if directory:
+        try:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise pytest.UsageError(f"--conformance-report={directory}: cannot create the folder: {error}") from None
+        if not os.access(directory, os.W_OK):
+            raise pytest.UsageError(f"--conformance-report={directory}: the folder is not writable")
     config.pluginmanager.register(Recorder(config), "batchspec-recorder")
 
 
@@ -323,36 +340,34 @@ def _failure_message(report: pytest.TestReport) -> str:
 HYPOTHESIS_BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
 
 
-def _reproduce_command(
-    nodeid: str, backend_name: str, rootdir: Path, device: str = "cpu", command: bool = False
-) -> str:
-    """A shell command that reruns one test: under the ``batchspec`` command (``command``), that
-    command with the node id (it resolves ids in the installed suite); else pytest, from its
-    rootdir (pytest's node ids are relative to it)."""
-    options = f"--backend={shlex.quote(backend_name)}" + ("" if device == "cpu" else f" --device={shlex.quote(device)}")
-    if command:
-        return f"batchspec {options} {shlex.quote(nodeid)}"
+def _reproduce_command(nodeid: str, config: pytest.Config) -> str:
+    """A shell command that reruns one test: under the ``batchspec`` command, that command with
+    the node id (it resolves ids in the installed suite) and the run's ``--device``,
+    ``--release`` and ``--expectations``; else pytest, from its rootdir (pytest's node ids are
+    relative to it)."""
+    backend: Backend = config._batchspec_backend
+    options = [f"--backend={shlex.quote(config._batchspec_backend_spec)}"]
+    if backend.device != "cpu":
+        options.append(f"--device={shlex.quote(backend.device)}")
+    if config.getoption("--batchspec-command"):
+        options += ["--release"] if config.getoption("--release") else []
+        expectations = config.getoption("--expectations")
+        options += [f"--expectations={shlex.quote(expectations)}"] if expectations else []
+        return f"batchspec {' '.join(options)} {shlex.quote(nodeid)}"
     path = os.environ.get("PYTHONPATH")
     prefix = f"PYTHONPATH={shlex.quote(path)} " if path else ""
-    return f"cd {shlex.quote(str(rootdir))} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} {options}"
+    rootdir = shlex.quote(str(config.rootpath))
+    return f"cd {rootdir} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} {' '.join(options)}"
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    backend: Backend = item.config._batchspec_backend
     if report.failed:
         report.sections.append(
             (
                 "batchspec",
-                "reproduce with: "
-                + _reproduce_command(
-                    item.nodeid,
-                    backend.name,
-                    item.config.rootpath,
-                    backend.device,
-                    getattr(item.config, "_batchspec_command", False),
-                ),
+                f"reproduce with: {_reproduce_command(item.nodeid, item.config)}",
             )
         )
     cited = list(dict.fromkeys(split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args))
@@ -371,13 +386,7 @@ def _record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
     config = item.config
     expectations = config._batchspec_expectations
     record = {"nodeid": item.nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
-    record["reproduce"] = _reproduce_command(
-        item.nodeid,
-        config._batchspec_backend.name,
-        config.rootpath,
-        config._batchspec_backend.device,
-        getattr(config, "_batchspec_command", False),
-    )
+    record["reproduce"] = _reproduce_command(item.nodeid, config)
     if report.skipped:
         record["outcome"] = "not supported" if NOT_SUPPORTED in str(report.longrepr) else "skipped"
     elif report.failed:
@@ -467,42 +476,46 @@ class Recorder:
     def _crash_record(self, report: pytest.TestReport) -> dict:
         """A test whose process died (a crash, or a timeout that killed it): a failure of every
         clause it cites."""
-        backend: Backend = self.config._batchspec_backend
         cited = self.cited.get(report.nodeid, [])
+        try:
+            timeout = self.config.getoption("timeout", None) or self.config.getini("timeout")
+            limit = f" (or a hang past the per-test timeout of {timeout} s)" if timeout else ""
+        except ValueError:  # pytest-timeout is not loaded
+            limit = ""
         return {
             "nodeid": report.nodeid,
             "cited": cited,
             "outcome": "failed" if cited else "suite error",
             "blamed": cited,
             "expectation": None,
-            "message": f"the test's process died: {str(report.longrepr)[:3000]}",
-            "reproduce": _reproduce_command(
-                report.nodeid,
-                backend.name,
-                self.config.rootpath,
-                backend.device,
-                getattr(self.config, "_batchspec_command", False),
-            ),
+            "message": f"the test's process died: a crash{limit}: {str(report.longrepr)[:3000]}",
+            "reproduce": _reproduce_command(report.nodeid, self.config),
             "hypothesis": None,
         }
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput") or not self.records:
             return  # a pytest-xdist worker: its controller reports
+        if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED):
+            return  # a usage or internal error, or no test: pytest's own status and message stand
+        stopped = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop or session.shouldfail)
+        backend: Backend = self.config._batchspec_backend
+        profiles = spec_profiles()
         self.report = build_report(
             list(self.records.values()),
             levels=spec_clauses(),
             expectations=self.config._batchspec_expectations,
             strict_expectations=self.config.getoption("--strict-expectations"),
             header=_header(self.config),
+            declared_clauses={c for p in backend.capabilities for c in profiles.get(p, ())},
+            interrupted=str(session.shouldstop or session.shouldfail or "interrupted") if stopped else None,
+            release=self.config.getoption("--release"),
         )
         directory = self.config.getoption("--conformance-report")
         if directory:
-            Path(directory).mkdir(parents=True, exist_ok=True)
             (Path(directory) / "report.json").write_text(dumps(self.report), encoding="utf-8")
             (Path(directory) / "report.md").write_text(render_markdown(self.report), encoding="utf-8")
-        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            session.exitstatus = self.report["verdict"]["exit_status"]
+        session.exitstatus = self.report["verdict"]["exit_status"]
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.report is None:

@@ -18,6 +18,7 @@ __all__ = [
     "major",
     "spec_clause_items",
     "spec_clauses",
+    "spec_field_clauses",
     "spec_profiles",
     "spec_signatures",
     "spec_signatures",
@@ -67,6 +68,20 @@ def spec_profiles(path: Path = SPEC_PATH) -> dict[str, list[str]]:
     a backend declares in ``BATCHSPEC_CAPABILITIES``."""
     text = path.read_text(encoding="utf-8")
     return {m.group(1): re.findall(r"\[([a-z0-9-]+)\]", m.group(2)) for m in PROFILE_ROW.finditer(text)}
+
+
+FIELD_ROW = re.compile(r"^\| `([a-z_]+)` \|(?:[^|]*\|){4} ((?:\[[a-z0-9-]+\](?: \([0-9a-z]+\))?(?:, )?)+) \|$", re.M)
+
+
+def spec_field_clauses(path: Path = SPEC_PATH) -> dict[str, dict[str, str | None]]:
+    """``TrainingBatch`` field -> {clause id: the dtype it applies to, or None for every dtype},
+    from the last column of section 3's field table (``[batched-block-causal] (bool)``): the
+    clauses that define the field's values, on which the suite blames a field that differs."""
+    text = path.read_text(encoding="utf-8")
+    return {
+        m.group(1): {c: dtype or None for c, dtype in re.findall(r"\[([a-z0-9-]+)\](?: \(([0-9a-z]+)\))?", m.group(2))}
+        for m in FIELD_ROW.finditer(text)
+    }
 
 
 ITEM_PATTERN = re.compile(r"(?:^[ \t]*|[:;][ \t]+)(\d+)\. ", re.M)

@@ -261,7 +261,7 @@ def assert_identical_states(workdir, name, results, topology):
 @pytest.fixture(scope="module")
 def run(launcher, request):
     """``run(ranks, workdir, name, **params)``: one job of the selected launcher and backend."""
-    backend_spec = request.config.getoption("--backend")
+    backend_spec = request.config._batchspec_backend_spec
 
     def run_job(ranks, workdir, name, **params):
         return launch(launcher, backend_spec, ranks, workdir, name, **params)

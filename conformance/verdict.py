@@ -19,9 +19,12 @@ or the suite itself failed), ``not supported``.
 
 The verdict (``build_report(...)["verdict"]``) is ``fail``, exit status 1, when a MUST clause
 has status ``FAIL``, when the suite itself failed (a suite error: no clause can be judged), or,
-under ``--strict-expectations``, when an expectation passed; else ``pass``, exit status 0.
-SHOULD failures are warnings. It holds no time, path or order of execution, so two runs of one
-backend at one suite version give the same bytes.
+under ``--strict-expectations``, when an expectation passed; else ``incomplete`` when the run
+stopped early (exit status 2) or when a ``--release`` run left a MUST clause of a declared
+profile unchecked (a subset run: exit status 1); else ``pass``, exit status 0. SHOULD failures
+are warnings; ``unchecked_must_clauses`` lists the declared MUST clauses no test checked. The
+verdict holds no time, path or order of execution, so two runs of one backend at one suite
+version give the same bytes.
 """
 
 from __future__ import annotations
@@ -97,10 +100,17 @@ def build_report(
     expectations: list[Expectation],
     strict_expectations: bool,
     header: Mapping,
+    declared_clauses: Iterable[str] = (),
+    interrupted: str | None = None,
+    release: bool = False,
 ) -> dict:
     """The run's report: ``header`` (suite, SPEC, backend, environment, run options), the
     ``verdict``, the per-clause ``clauses`` table, every ``failures`` entry with its reproduce
-    command, and the MUST / SHOULD clauses no test of the run checked."""
+    command, and the MUST / SHOULD clauses no test of the run checked.
+
+    ``declared_clauses``: the clauses of the profiles the backend declares; ``interrupted``:
+    why the run stopped early (``-x``, Ctrl-C), else None; ``release``: a ``--release`` run,
+    which must check every MUST clause of the declared profiles."""
     records = sorted(records, key=lambda r: r["nodeid"])
     per_clause = clause_outcomes(records)
     expected_clauses = {e.clause for e in expectations if e.clause is not None}
@@ -136,9 +146,23 @@ def build_report(
     ]
     must_failures = failing("MUST")
     failed = bool(must_failures or suite_errors or (strict_expectations and unexpected))
+    unchecked = sorted(c for c in set(declared_clauses) if levels.get(c) == "MUST" and c not in clauses)
+    incomplete = [f"the run stopped early ({interrupted})"] if interrupted else []
+    if release and unchecked:
+        incomplete.append(
+            f"a release run must check every MUST clause of the declared profiles; {len(unchecked)} were not"
+        )
+    if failed:
+        result, exit_status = "fail", 1
+    elif incomplete:
+        result, exit_status = "incomplete", 2 if interrupted else 1
+    else:
+        result, exit_status = "pass", 0
     verdict = {
-        "result": "fail" if failed else "pass",
-        "exit_status": 1 if failed else 0,
+        "result": result,
+        "exit_status": exit_status,
+        "incomplete": incomplete,
+        "unchecked_must_clauses": unchecked,
         "suite_version": header["suite"]["version"],
         "spec_version": header["suite"]["spec_version"],
         "golden_index_sha256": header["suite"]["golden_index_sha256"],
@@ -206,6 +230,11 @@ def render_markdown(report: Mapping) -> str:
         if items:
             lines.extend([f"## {title}", "", *items, ""])
 
+    section("Why the run is incomplete", [f"- {reason}" for reason in verdict["incomplete"]])
+    section(
+        "MUST clauses of the declared profiles that no test checked",
+        [f"- [{c}]" for c in verdict["unchecked_must_clauses"]],
+    )
     section(
         "MUST clauses that fail (the verdict)",
         [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["must_failures"].items()],

@@ -28,7 +28,7 @@ def _command(tmp_dir: Path, args: tuple[str, ...]) -> tuple[list[str], Path, Pat
     junit = tmp_dir / "junit.xml"
     report = tmp_dir / "report"
     command = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", f"--junitxml={junit}"]
-    if not args or args[0] != "bench":
+    if (not args or args[0] != "bench") and not any(a.startswith("--conformance-report") for a in args):
         command.append(f"--conformance-report={report}")
     return command, junit, report / "report.json"
 

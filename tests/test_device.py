@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -83,10 +84,27 @@ def test_the_header_and_the_report_record_the_device(tmp_path):
     assert "  device: cpu" in run.output and run.report["backend"]["device"] == "cpu"
 
 
+def _config(tmp_path, device: str = "cpu", command: bool = False, **options):
+    """What ``_reproduce_command`` reads of a pytest config."""
+    values = {"--batchspec-command": command, "--release": False, "--expectations": None, **options}
+    return SimpleNamespace(
+        _batchspec_backend=dataclasses.replace(load_backend("reference"), device=device),
+        _batchspec_backend_spec="reference",
+        rootpath=tmp_path,
+        getoption=values.__getitem__,
+    )
+
+
 def test_the_reproduce_command_names_a_device_other_than_the_cpu(tmp_path):
-    assert "--device" not in _reproduce_command("t.py::x", "reference", tmp_path)
-    assert _reproduce_command("t.py::x", "reference", tmp_path, "cuda:1").endswith(
-        "--backend=reference --device=cuda:1"
+    assert "--device" not in _reproduce_command("t.py::x", _config(tmp_path))
+    assert _reproduce_command("t.py::x", _config(tmp_path, "cuda:1")).endswith("--backend=reference --device=cuda:1")
+
+
+def test_under_the_batchspec_command_the_reproduce_command_is_that_command_with_the_run_options(tmp_path):
+    config = _config(tmp_path, "cuda", command=True, **{"--release": True, "--expectations": "known failures.toml"})
+    assert _reproduce_command("conformance/t.py::x[a b]", config) == (
+        "batchspec --backend=reference --device=cuda --release --expectations='known failures.toml' "
+        "'conformance/t.py::x[a b]'"
     )
 
 

@@ -96,6 +96,36 @@ def test_expectations_report_expected_failures_unexpected_passes_and_stale_entri
     assert strict.returncode == 1 and strict.report["verdict"]["result"] == "fail"
 
 
+def test_an_interrupted_run_is_incomplete_never_a_pass(tmp_path):
+    run = run_conformance(tmp_path, GOLDENS, "-k", "unpad", "--backend=verdict_backends:INTERRUPTING", env=ENV)
+    verdict = run.report["verdict"]
+    assert run.returncode == 2 and verdict["result"] == "incomplete" and verdict["exit_status"] == 2
+    assert verdict["incomplete"] and verdict["incomplete"][0].startswith("the run stopped early")
+    assert "**Verdict: INCOMPLETE** (exit status 2)" in (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_release_run_of_a_subset_is_incomplete(tmp_path):
+    subset = run_conformance(tmp_path / "subset", "conformance/test_signatures.py", "--backend=reference", "--release")
+    verdict = subset.report["verdict"]
+    assert subset.returncode == 1 and verdict["result"] == "incomplete"
+    assert (
+        "ctb-shift" in verdict["unchecked_must_clauses"] and "api-signatures" not in verdict["unchecked_must_clauses"]
+    )
+    # the same subset outside a release run passes, and still lists what it did not check
+    dev = run_conformance(tmp_path / "dev", "conformance/test_signatures.py", "--backend=reference")
+    assert dev.returncode == 0 and dev.report["verdict"]["result"] == "pass"
+    assert dev.report["verdict"]["unchecked_must_clauses"] == verdict["unchecked_must_clauses"]
+
+
+def test_an_unwritable_report_folder_and_a_second_backend_are_usage_errors(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    run = run_conformance(tmp_path / "r", GOLDENS, "--backend=reference", f"--conformance-report={blocker}", "--co")
+    assert run.returncode == 4 and f"--conformance-report={blocker}: cannot create the folder" in run.output
+    run = run_conformance(tmp_path / "b", GOLDENS, "--backend=vectorized", "--backend=reference", "--co")
+    assert run.returncode == 4 and "--backend was given 2 times (vectorized, reference)" in run.output
+
+
 def test_an_unreadable_expectations_file_is_a_usage_error(tmp_path):
     bad = tmp_path / "expectations.toml"
     bad.write_text(
@@ -141,7 +171,7 @@ def test_a_crash_and_a_hang_fail_only_their_own_tests_and_the_report_is_complete
         "--backend=verdict_backends:FRAGILE",
         "-n",
         "1",
-        "--timeout=15",
+        "--timeout=8",
         "-o",
         "timeout_method=thread",
         env=ENV,

@@ -100,7 +100,8 @@ def test_the_backend_guide_runs_as_written_from_a_backend_repository(wheel, tmp_
     for name, text in files.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text + (BACKEND_REPO_CONFIG if name == "pyproject.toml" else ""), encoding="utf-8")
-    shutil.copy(wheel, repo / wheel.name)
+    (repo / "wheels").mkdir()
+    shutil.copy(wheel, repo / "wheels" / wheel.name)
     env = dict(
         os.environ,
         PATH=f"{env_dir / 'bin'}{os.pathsep}{os.environ['PATH']}",
@@ -117,7 +118,7 @@ def test_the_backend_guide_runs_as_written_from_a_backend_repository(wheel, tmp_
     where = _run([python, "-c", "import batchspec.conformance as c; print(c.__file__)"], repo, env=env).stdout
     assert where.startswith(str(site)), f"batchspec.conformance comes from {where}, not the wheel"
     assert (
-        "mybackend (mybackend) version=1.4.0 targets SPEC 1.1; capabilities: packed_metadata, unpad_data" in outputs[2]
+        "mybackend (mybackend) version=1.4.0 targets SPEC 1.1; capabilities: packed_metadata, unpad_data" in outputs[3]
     )
 
     report = json.loads((repo / "reports" / "conformance" / "report.json").read_text(encoding="utf-8"))

@@ -25,6 +25,7 @@ from batchspec.conformance.golden.inputs import (
     build_contract,
     build_datum,
     build_sample_batch,
+    payload_changes,
     payload_state,
     tensors_in,
 )
@@ -82,8 +83,7 @@ def _convert_text_batch(impl, inputs, o):
         o.get("pad_to_length"),
         o.get("pad_token_id"),
     )
-    changed = ["the SampleBatch's payloads or tags [ctb-no-mutation]"] if payload_state(batch) != before else []
-    return out, changed
+    return out, [f"{change} [ctb-no-mutation]" for change in payload_changes(before, payload_state(batch))]
 
 
 def _state(impl, inputs, o):

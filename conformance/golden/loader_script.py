@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.golden.inputs import build_contract, build_sample_batch, payload_state
+from batchspec.conformance.golden.inputs import build_contract, build_sample_batch, payload_changes, payload_state
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import RecordingPipeline
 
@@ -81,8 +81,8 @@ def run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> tu
         "converted_in_stream_order": all(a is b for a, b in zip(seen, batches)),
     }
     changed = [
-        f"SampleBatch {i}'s payloads or tags [loader-next]"
+        f"SampleBatch {i}: {change} [loader-next]"
         for i, (b, s) in enumerate(zip(batches, before))
-        if payload_state(b) != s
+        for change in payload_changes(s, payload_state(b))
     ]
     return out, changed

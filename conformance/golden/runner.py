@@ -9,14 +9,36 @@ from batchspec.conformance.golden.adapters import adapter, call
 from batchspec.conformance.golden.errors import error_from_record
 from batchspec.conformance.golden.store import StoredCase
 from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises, check
+from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
+from batchspec.conformance.helpers.inputs import Row, row_positions
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 __all__ = ["run_stored_case"]
 
 
+def _label_targets(case: StoredCase):
+    """The label targets of a ``convert_text_batch`` case's rows (``None`` on the unpacked
+    route, whose padding the call appends)."""
+    options = case.record["options"]
+    if options.get("pad_to_length") is not None:
+        return None
+    rows = [Row(tuple(r["tokens"]), r.get("positions"), r.get("padding_length")) for r in case.inputs["rows"]]
+    return label_targets(
+        [row_positions(row) for row in rows],
+        [row.padding_length or 0 for row in rows],
+        options.get("ignore_index", IGNORE_INDEX),
+        options.get("mask_segment_starts", False),
+    )
+
+
 def run_stored_case(impl: Any, case: StoredCase) -> None:
     """Run one stored case against ``impl`` (the backend fixture); raise ``ClauseFailure`` (an
-    ``AssertionError``) on the case's clauses, with a message naming the case, the clause and
-    the first mismatches."""
+    ``AssertionError``) with a message naming the case, the clause and the first mismatches.
+
+    A ``convert_text_batch`` output is compared field by field and blamed on the clauses of
+    the first field that differs (``conformance/helpers/fields.py``), its key set on
+    [tb-keys]; a modified input on the case's no-mutation clause; anything else on the case's
+    clauses."""
     __tracebackhide__ = True
     record = case.record
     clause = ",".join(case.clauses)
@@ -28,8 +50,14 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
         )
         return
     output, mutated = call(impl, case.function, case.inputs, record["options"])
-    check(not mutated, f"inputs modified: {mutated} [{clause}: {call_text}]", clause=clause)
+    no_mutation = [c for c in case.clauses if c.endswith("no-mutation")] or list(case.clauses)
+    check(not mutated, f"inputs modified: {mutated} [{', '.join(no_mutation)}: {call_text}]", clause=no_mutation)
+    batch = case.function == "convert_text_batch"
     if record["keys"] is not None:
         ordered = adapter(case.function).ordered_keys
-        assert_keys(output, record["keys"], clause=clause, call=call_text, ordered=ordered)
-    assert_equal(output, case.expected, clause=clause, call=call_text)
+        assert_keys(output, record["keys"], clause="tb-keys" if batch else clause, call=call_text, ordered=ordered)
+    if batch:
+        targets = _label_targets(case)
+        assert_training_batch_equal(output, case.expected, clause=clause, call=call_text, targets=targets, partial=True)
+    else:
+        assert_equal(output, case.expected, clause=clause, call=call_text)

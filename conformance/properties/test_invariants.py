@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal, summary
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
+from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
 from batchspec.conformance.helpers.inputs import describe_rows, payload_form, row_positions, sample_batch
 from batchspec.conformance.helpers.invariants import (
     check_converted_batch,
@@ -148,48 +149,8 @@ def test_convert_text_batch_does_not_mutate_input(backend, data):
     _assert_unchanged(before, batch, what="after overwriting the returned tensors in place", call=call)
 
 
-# The clauses that decide each output key: a mismatch in that key is blamed on them alone.
-DIFFERENTIAL_CLAUSES = {
-    "input_ids": "ctb-shift",
-    "labels": "ctb-shift, ctb-padding-labels, ctb-cross-document-targets, ctb-segment-starts, ctb-ignore-index",
-    "position_ids": "ctb-positions",
-    "padding_mask": "ctb-padding-mask",
-    "document_ids": "ctb-document-ids",
-    "attention_document_ids": "ctb-attention-ids",
-    "_packed_seq_ids": "batched-packed-seq-ids",
-    "attention_mask": "batched-block-causal, batched-document-ids-mask",
-    "packed_token_indices": "batched-metadata",
-    "cu_seqlens": "batched-metadata",
-    "max_seqlen": "batched-metadata",
-}
-
-
-def _label_rules(case, got: torch.Tensor, want: torch.Tensor) -> str:
-    """The label rules a labels mismatch breaks, judged per differing element from the row it
-    is in: the padding suffix [ctb-padding-labels], a target that starts a subdocument
-    ([ctb-segment-starts] when masking is on, [ctb-cross-document-targets] when it is off), a
-    masked label holding another value than ``ignore_index`` [ctb-ignore-index], anything
-    else the shift [ctb-shift]."""
-    if got.shape != want.shape:
-        return DIFFERENTIAL_CLAUSES["labels"]
-    rules = set()
-    for b, i in torch.nonzero(got != want).tolist():
-        row = case.rows[b]
-        positions, length = row_positions(row), len(row.tokens)
-        if want[b, i] == case.ignore_index and i >= length - 1 - (row.padding_length or 0):
-            rules.add("ctb-padding-labels")
-        elif positions[i + 1] == 0:
-            rules.add("ctb-segment-starts" if case.mask_segment_starts else "ctb-cross-document-targets")
-        elif want[b, i] == case.ignore_index or got[b, i] == case.ignore_index:
-            rules.add("ctb-ignore-index")
-        else:
-            rules.add("ctb-shift")
-        if want[b, i] == case.ignore_index and got[b, i] != case.ignore_index and got[b, i] < 0:
-            rules.add("ctb-ignore-index")  # masked, but with another sentinel value
-    return ", ".join(sorted(rules)) or DIFFERENTIAL_CLAUSES["labels"]
-
-
-@pytest.mark.clause(
+# What the reference comparison checks; a differing field is blamed on its own clauses among these.
+CONVERT_MATCH_CLAUSES = (
     "tb-shapes",
     "tb-dtypes",
     "tb-keys",
@@ -208,6 +169,9 @@ def _label_rules(case, got: torch.Tensor, want: torch.Tensor) -> str:
     "batched-document-ids-mask",
     "batched-metadata",
 )
+
+
+@pytest.mark.clause(*CONVERT_MATCH_CLAUSES)
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
 def test_convert_text_batch_matches_reference(backend, data):
@@ -216,29 +180,16 @@ def test_convert_text_batch_matches_reference(backend, data):
     args = (case.contract, case.ignore_index, case.mask_segment_starts, False)
     out = backend.convert_text_batch(sample_batch(case.rows), *args)
     expected = reference.convert_text_batch(sample_batch(case.rows), *args)
-    if sorted(out) != sorted(expected):
-        raise ClauseFailure(
-            f"keys {sorted(out)}, but should be {sorted(expected)} (reference) [tb-keys: {call}]", "tb-keys"
-        )
-    for key, want in expected.items():
-        got = out[key]
-        if isinstance(want, torch.Tensor):
-            # dtype and shape first, so a wrong dtype is blamed on [tb-dtypes], not on the value rule.
-            if not isinstance(got, torch.Tensor) or got.dtype != want.dtype:
-                raise ClauseFailure(
-                    f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]", "tb-dtypes"
-                )
-            if got.shape != want.shape:
-                raise ClauseFailure(
-                    f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} (reference) [tb-shapes: {call}]",
-                    "tb-shapes",
-                )
-        elif type(got) is not type(want):
-            raise ClauseFailure(
-                f"{key}: {summary(got)}, but should be {summary(want)} (reference) [tb-dtypes: {call}]", "tb-dtypes"
-            )
-        clause = _label_rules(case, got, want) if key == "labels" else DIFFERENTIAL_CLAUSES[key]
-        assert_batch_equal(out, expected, keys=[key], clause=clause, call=call)
+    targets = label_targets(
+        [row_positions(row) for row in case.rows],
+        [row.padding_length or 0 for row in case.rows],
+        case.ignore_index,
+        case.mask_segment_starts,
+    )
+    # a differing field is blamed on its own clauses (SPEC's field table), labels per element
+    assert_training_batch_equal(
+        out, expected, clause=", ".join(CONVERT_MATCH_CLAUSES), call=f"{call} (reference)", targets=targets
+    )
 
 
 @pytest.mark.clause("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")
@@ -276,6 +227,8 @@ def test_unpad_data_invariants(backend, data):
     call = f"get_unpad_data(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
     binary = mask.dtype == torch.bool or int(mask.max()) <= 1
     clause = "unpad-outputs, " + ("unpad-binary" if binary else "unpad-indexed")
+    # the expected outputs come from the mask as drawn, before the backend sees it
+    want_indices, want_cu, want_max = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary)
     out = backend.get_unpad_data(mask)
     if not isinstance(out, tuple) or len(out) != 3:
         raise ClauseFailure(
@@ -283,7 +236,6 @@ def test_unpad_data_invariants(backend, data):
             "unpad-outputs",
         )
     indices, cu_seqlens, max_seqlen = out
-    want_indices, want_cu, want_max = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary)
     assert_tensor_equal("indices", indices, want_indices, clause="unpad-outputs", call=call)
     assert_tensor_equal("cu_seqlens", cu_seqlens, want_cu, clause=clause, call=call)
     if type(max_seqlen) is not int or max_seqlen != want_max:

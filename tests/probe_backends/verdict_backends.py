@@ -6,7 +6,9 @@ with one change (``--backend=verdict_backends:NAME``).
 - ``SHOULD_ONLY``: ``convert_text_batch`` re-validates the whole contract on every call
   (only the SHOULD clause [contract-no-revalidation] breaks);
 - ``FRAGILE``: a native backend's worst days: ``get_unpad_data`` aborts the process on the mask
-  of golden case ``ABORT_CASE`` and never returns on the mask of ``HANG_CASE``.
+  of golden case ``ABORT_CASE`` and never returns on the mask of ``HANG_CASE``;
+- ``INTERRUPTING``: ``get_unpad_data`` raises ``KeyboardInterrupt`` on ``ABORT_CASE``'s mask
+  (what Ctrl-C does mid-run).
 """
 
 from __future__ import annotations
@@ -59,6 +61,13 @@ def _fragile_unpad(attention_mask):
     return reference.get_unpad_data(attention_mask)
 
 
+def _interrupting_unpad(attention_mask):
+    if _same(attention_mask, ABORT_CASE):
+        raise KeyboardInterrupt
+    return reference.get_unpad_data(attention_mask)
+
+
 PLANTED = _backend("planted-1", get_unpad_data=_max_seqlen_one_too_large)
 SHOULD_ONLY = _backend("should-only-1", convert_text_batch=_revalidating_convert)
 FRAGILE = _backend("fragile-1", get_unpad_data=_fragile_unpad)
+INTERRUPTING = _backend("interrupting-1", get_unpad_data=_interrupting_unpad)

@@ -1,0 +1,136 @@
+"""``TrainingBatch`` comparisons that blame the clause of the field that differs.
+
+SPEC.md's field table (section 3) names, per field, the clauses that define its values
+(``spec_field_clauses``); a field's dtype is [tb-dtypes], its shape [tb-shapes], the set of
+fields [tb-keys]. ``assert_training_batch_equal`` compares a backend's batch with the expected
+one field by field and raises a ``ClauseFailure`` blamed on the first differing field's
+clauses only, never on every clause of the test. ``labels`` is judged per differing element
+when the caller gives the label targets (``label_targets``): a label whose target is padding
+[ctb-padding-labels], one whose target starts a subdocument ([ctb-segment-starts] with masking,
+[ctb-cross-document-targets] without), a masked label with another value than
+``ignore_index`` [ctb-ignore-index], any other [ctb-shift].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import torch
+
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, summary
+from batchspec.conformance.spec import spec_field_clauses, split_citation
+
+__all__ = ["LabelTargets", "assert_training_batch_equal", "field_clauses", "label_clauses", "label_targets"]
+
+
+@cache
+def _table() -> dict[str, dict[str, str | None]]:
+    return spec_field_clauses()
+
+
+def field_clauses(key: str, expected: Any, cited: Sequence[str] = ()) -> tuple[str, ...]:
+    """The clauses a difference in field ``key`` breaks: those of SPEC's field table that apply
+    to ``expected``'s dtype (``attention_mask``: bool is [batched-block-causal], int64
+    [batched-document-ids-mask]), narrowed to ``cited`` when some of them are cited. Empty for
+    a key the table does not list."""
+    rules = _table().get(key, {})
+    dtype = str(expected.dtype).removeprefix("torch.") if isinstance(expected, torch.Tensor) else None
+    applicable = [clause for clause, only in rules.items() if only is None or only == dtype]
+    narrowed = [clause for clause in applicable if clause in set(cited)]
+    return tuple(narrowed or applicable)
+
+
+@dataclass(frozen=True)
+class LabelTargets:
+    """What decides each label ``[B, S]``: whether its target (unshifted token ``i + 1``) is
+    padding, and whether it starts a subdocument; the run's ``ignore_index`` and
+    ``mask_segment_starts``."""
+
+    padding: torch.Tensor  # bool [B, S]
+    starts: torch.Tensor  # bool [B, S]
+    ignore_index: int
+    mask_segment_starts: bool
+
+
+def label_targets(
+    positions: Sequence[Sequence[int]], padding_lengths: Sequence[int], ignore_index: int, mask_segment_starts: bool
+) -> LabelTargets:
+    """``LabelTargets`` of rows given by their unshifted ``positions`` (each of length L) and
+    padding lengths."""
+    padding = [[i + 1 >= len(p) - n for i in range(len(p) - 1)] for p, n in zip(positions, padding_lengths)]
+    starts = [[p[i + 1] == 0 for i in range(len(p) - 1)] for p in positions]
+    return LabelTargets(torch.tensor(padding), torch.tensor(starts), ignore_index, mask_segment_starts)
+
+
+def label_clauses(got: torch.Tensor, want: torch.Tensor, targets: LabelTargets) -> tuple[str, ...]:
+    """The label rules the differing elements of ``got`` break (module docstring)."""
+    rules = set()
+    for b, i in torch.nonzero(got != want).tolist():
+        if want[b, i] == targets.ignore_index and targets.padding[b, i]:
+            rules.add("ctb-padding-labels")
+        elif targets.starts[b, i]:
+            rules.add("ctb-segment-starts" if targets.mask_segment_starts else "ctb-cross-document-targets")
+        elif targets.ignore_index in (want[b, i], got[b, i]):
+            rules.add("ctb-ignore-index")
+        else:
+            rules.add("ctb-shift")
+        if want[b, i] == targets.ignore_index and got[b, i] != targets.ignore_index and got[b, i] < 0:
+            rules.add("ctb-ignore-index")  # masked, but with another sentinel value
+    return tuple(sorted(rules))
+
+
+def assert_training_batch_equal(
+    actual: Mapping[str, Any],
+    expected: Mapping[str, Any],
+    *,
+    clause: str,
+    call: str,
+    targets: LabelTargets | None = None,
+    partial: bool = False,
+) -> None:
+    """``actual`` holds exactly ``expected``'s fields [tb-keys] (with ``partial``: at least
+    them, the caller checks the key set), each of the same dtype
+    [tb-dtypes] and shape [tb-shapes] and equal to it, blamed on that field's clauses
+    (``field_clauses``, narrowed to the test's ``clause`` ids when some are among them;
+    ``labels`` per element with ``targets``). A field the table does not list is blamed on
+    ``clause``.
+
+    Raises:
+        ClauseFailure: at the first field that differs, naming the field, the call (the input),
+            the expected and the actual value.
+    """
+    __tracebackhide__ = True
+    cited = [split_citation(c.strip())[0] for c in clause.split(",") if c.strip()]
+    if not isinstance(actual, Mapping) or (
+        set(expected) - set(actual) if partial else sorted(actual) != sorted(expected)
+    ):
+        shown = sorted(actual) if isinstance(actual, Mapping) else summary(actual)
+        raise ClauseFailure(f"keys {shown}, but should be {sorted(expected)} [tb-keys: {call}]", "tb-keys")
+    for key, want in expected.items():
+        got = actual[key]
+        if isinstance(want, torch.Tensor):
+            if not isinstance(got, torch.Tensor) or got.dtype != want.dtype:
+                raise ClauseFailure(
+                    f"{key}: {summary(got)}, but should be {summary(want)} [tb-dtypes: {call}]", "tb-dtypes"
+                )
+            if got.shape != want.shape:
+                raise ClauseFailure(
+                    f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} [tb-shapes: {call}]",
+                    "tb-shapes",
+                )
+            if torch.equal(got, want):
+                continue
+        elif type(got) is not type(want):
+            raise ClauseFailure(
+                f"{key}: {summary(got)}, but should be {summary(want)} [tb-dtypes: {call}]", "tb-dtypes"
+            )
+        elif got == want:
+            continue
+        if key == "labels" and targets is not None:
+            blamed = label_clauses(got, want, targets)
+        else:
+            blamed = field_clauses(key, want, cited) or tuple(cited)
+        assert_batch_equal(actual, expected, keys=[key], clause=", ".join(blamed), call=call)

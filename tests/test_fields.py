@@ -1,0 +1,119 @@
+"""Blame per field (``conformance/helpers/fields.py``): a batch that differs from the expected
+one in exactly one field is blamed on that field's clauses from SPEC.md's field table, for every
+field of the batched (both mask types, metadata bundle) and THD routes; a dtype on [tb-dtypes],
+a shape on [tb-shapes], a missing field on [tb-keys]; labels per element."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from batchspec import reference
+from batchspec.conformance.helpers.asserts import ClauseFailure
+from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
+from batchspec.conformance.helpers.inputs import Contract, packed_row, row_positions, sample_batch
+from batchspec.conformance.spec import spec_field_clauses, spec_profiles
+
+ROWS = [packed_row([[5, 6, 7], [8, 9]], padding=2), packed_row([[3, 4, 5, 6, 7, 8]], padding=1)]
+IGNORE = -100
+ROUTES = {
+    "block_causal+metadata": (
+        Contract(packed_mask_type="block_causal", return_packed_sequence_metadata=True),
+        "batched",
+    ),
+    "document_ids+metadata": (
+        Contract(packed_mask_type="document_ids", return_packed_sequence_metadata=True),
+        "batched",
+    ),
+    "thd": (Contract(), "thd"),
+}
+PROFILE = {"batched": "convert_text_batch", "thd": "thd"}
+
+
+def reference_batch(route: str) -> dict:
+    contract, output_format = ROUTES[route]
+    return reference.convert_text_batch(sample_batch(ROWS), contract, IGNORE, False, False, output_format)
+
+
+def targets():
+    return label_targets([row_positions(r) for r in ROWS], [r.padding_length for r in ROWS], IGNORE, False)
+
+
+def blamed(actual: dict, expected: dict, cited: list[str]) -> tuple[str, ...]:
+    with pytest.raises(ClauseFailure) as caught:
+        assert_training_batch_equal(
+            actual, expected, clause=", ".join(cited), call="convert_text_batch(ROWS)", targets=targets()
+        )
+    return caught.value.clauses
+
+
+def one_value_changed(value):
+    """``value`` with one element changed (a real token's, never padding's), or the scalar changed."""
+    if isinstance(value, torch.Tensor):
+        changed = value.clone()
+        index = (0,) * value.ndim
+        changed[index] = ~changed[index] if value.dtype == torch.bool else changed[index] + 1
+        return changed
+    return value + 1 if isinstance(value, int) else "bshd"
+
+
+CASES = [(route, key) for route in ROUTES for key in reference_batch(route)]
+
+
+@pytest.mark.parametrize(("route", "key"), CASES, ids=[f"{r}:{k}" for r, k in CASES])
+def test_one_wrong_field_is_blamed_on_that_fields_clauses(route, key):
+    expected = reference_batch(route)
+    cited = spec_profiles()[PROFILE[ROUTES[route][1]]]
+    value = expected[key]
+    dtype = str(value.dtype).removeprefix("torch.") if isinstance(value, torch.Tensor) else None
+    table = spec_field_clauses()[key]
+    own = tuple(c for c, only in table.items() if (only is None or only == dtype) and c in cited) or tuple(
+        c for c, only in table.items() if only is None or only == dtype
+    )
+    if key == "labels":
+        own = ("ctb-shift",)  # the first label targets a real token inside its document
+    assert blamed({**expected, key: one_value_changed(value)}, expected, cited) == own
+    if isinstance(value, torch.Tensor):
+        other_dtype = torch.int32 if value.dtype != torch.int32 else torch.int64
+        assert blamed({**expected, key: value.to(other_dtype)}, expected, cited) == ("tb-dtypes",)
+        assert blamed({**expected, key: value[..., :-1]}, expected, cited) == ("tb-shapes",)
+    assert blamed({k: v for k, v in expected.items() if k != key}, expected, cited) == ("tb-keys",)
+
+
+def test_the_mask_type_decides_the_attention_mask_clause():
+    for route, clause in (
+        ("block_causal+metadata", "batched-block-causal"),
+        ("document_ids+metadata", "batched-document-ids-mask"),
+    ):
+        expected = reference_batch(route)
+        wrong = {**expected, "attention_mask": one_value_changed(expected["attention_mask"])}
+        assert blamed(wrong, expected, spec_profiles()["convert_text_batch"]) == (clause,)
+
+
+def test_labels_are_judged_per_element():
+    expected = reference_batch("document_ids+metadata")
+    cited = spec_profiles()["convert_text_batch"]
+    labels = expected["labels"]
+    padding_target = labels.clone()
+    padding_target[0, -1] = 0  # row 0's last label targets its padding
+    assert blamed({**expected, "labels": padding_target}, expected, cited) == ("ctb-padding-labels",)
+    boundary = labels.clone()
+    boundary[0, 2] = IGNORE  # the label of token 7 targets token 8, which starts the second document
+    assert blamed({**expected, "labels": boundary}, expected, cited) == ("ctb-cross-document-targets",)
+    sentinel = labels.clone()
+    sentinel[0, -1] = -1  # masked, but with another sentinel
+    assert blamed({**expected, "labels": sentinel}, expected, cited) == ("ctb-ignore-index", "ctb-padding-labels")
+
+
+def test_the_failure_shows_the_field_the_call_and_both_values():
+    expected = reference_batch("thd")
+    with pytest.raises(ClauseFailure) as caught:
+        assert_training_batch_equal(
+            {**expected, "seq_lens": one_value_changed(expected["seq_lens"])},
+            expected,
+            clause="thd-lengths",
+            call="X(ROWS)",
+        )
+    message = str(caught.value)
+    assert "seq_lens[0, 0]" in message and "[thd-lengths: X(ROWS)]" in message
+    assert "actual:" in message and "expected:" in message
