@@ -16,7 +16,8 @@ from batchspec.conformance import scoreboard
 from batchspec.conformance.goldens import load_all
 
 PROBES = str(ROOT / "tests" / "probe_backends")
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [PROBES, os.environ.get("PYTHONPATH")])))
+MUTANTS = str(ROOT / "tests" / "mutants")  # mutant_base, which the probes are built with
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [PROBES, MUTANTS, os.environ.get("PYTHONPATH")])))
 GOLDENS = "conformance/test_goldens.py"
 
 
@@ -150,10 +151,11 @@ def test_two_release_runs_give_the_same_verdict_bytes(tmp_path):
     assert "derandomize=True, database=none" in first.report["run"]["hypothesis settings"]
 
 
-def test_a_crash_and_a_hang_fail_only_their_own_tests_and_the_report_is_complete(tmp_path):
+def test_a_crash_and_a_hang_fail_only_their_own_tests_and_the_report_is_complete(tmp_path, monkeypatch):
     """``os.abort()`` on one golden case's mask, an endless sleep on another's: with pytest-xdist
     (a crashed worker is replaced) and pytest-timeout (its thread method kills a hung worker),
     exactly the tests that call the backend on those masks fail, blamed on their clauses."""
+    monkeypatch.syspath_prepend(MUTANTS)
     probes = runpy.run_path(f"{PROBES}/verdict_backends.py")
     abort_case, hang_case = probes["ABORT_CASE"], probes["HANG_CASE"]
     cases = [c for c in load_all() if c.function == "get_unpad_data"]

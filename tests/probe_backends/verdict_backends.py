@@ -15,26 +15,15 @@ from __future__ import annotations
 
 import os
 import time
-from types import SimpleNamespace
 
 import torch
+from mutant_base import reference_with  # tests/mutants, on PYTHONPATH with this folder
 
 from batchspec import reference
 from batchspec.conformance.goldens import load_case
 
 BATCHSPEC_SPEC_VERSION = reference.BATCHSPEC_SPEC_VERSION
 ABORT_CASE, HANG_CASE = "test_unpad_binary_int", "test_unpad_split_id"
-
-
-def _backend(version: str, **overrides) -> SimpleNamespace:
-    names = {name: getattr(reference, name) for name in reference.__all__}
-    names.update(
-        __version__=version,
-        BATCHSPEC_SPEC_VERSION=reference.BATCHSPEC_SPEC_VERSION,
-        BATCHSPEC_CAPABILITIES=reference.BATCHSPEC_CAPABILITIES,
-    )
-    names.update(overrides)
-    return SimpleNamespace(**names)
 
 
 def _max_seqlen_one_too_large(attention_mask):
@@ -67,7 +56,7 @@ def _interrupting_unpad(attention_mask):
     return reference.get_unpad_data(attention_mask)
 
 
-PLANTED = _backend("planted-1", get_unpad_data=_max_seqlen_one_too_large)
-SHOULD_ONLY = _backend("should-only-1", convert_text_batch=_revalidating_convert)
-FRAGILE = _backend("fragile-1", get_unpad_data=_fragile_unpad)
-INTERRUPTING = _backend("interrupting-1", get_unpad_data=_interrupting_unpad)
+PLANTED = reference_with("planted-1", get_unpad_data=_max_seqlen_one_too_large)
+SHOULD_ONLY = reference_with("should-only-1", convert_text_batch=_revalidating_convert)
+FRAGILE = reference_with("fragile-1", get_unpad_data=_fragile_unpad)
+INTERRUPTING = reference_with("interrupting-1", get_unpad_data=_interrupting_unpad)

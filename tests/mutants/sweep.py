@@ -1,0 +1,145 @@
+"""Run the conformance suite against the mutants of ``tests/mutants/`` and print the kill table.
+
+    .venv/bin/python tests/mutants/sweep.py [-j 2] [--sample N] [--out FILE] [m_name ...]
+
+Each mutant (``m_*.py``: the reference with one bug; its docstring's first line ends with
+``Breaks: [clause], ...``) runs ``pytest conformance --backend=m_name:BACKEND`` in its own
+process (the multi-rank scenarios aside: their loader is the reference's), with a conformance
+report. A mutant is *killed* when the verdict is ``fail``; its *blame is right* when every clause
+the failures are blamed on is one its docstring declares. The exit status is 1 unless every
+mutant run is killed with the right blame. ``--sample N`` runs N mutants chosen by the date (a
+different slice each day, the whole set over a few days): what CI runs (``tests/test_mutants.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+BREAKS = re.compile(r"Breaks: ((?:\[[a-z0-9-]+\](?:, )?)+)\s*$")
+
+
+def declared(path: Path) -> tuple[str, tuple[str, ...]]:
+    """A mutant's docstring summary and the clauses it declares, read without importing it.
+
+    Raises:
+        ValueError: the module has no docstring whose first line ends with ``Breaks: [...]``.
+    """
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = doc.strip().splitlines()[0] if doc.strip() else ""
+    match = BREAKS.search(first)
+    if match is None:
+        raise ValueError(f"{path.name}: the docstring's first line must end with 'Breaks: [clause], ...'")
+    return first[: match.start()].strip(), tuple(re.findall(r"\[([a-z0-9-]+)\]", match.group(1)))
+
+
+def mutants() -> dict[str, Path]:
+    """Every mutant module, by name."""
+    return {path.stem: path for path in sorted(HERE.glob("m_*.py"))}
+
+
+def sample(names: list[str], count: int, day: datetime.date | None = None) -> list[str]:
+    """``count`` of ``names``, a different consecutive slice each day."""
+    if count >= len(names):
+        return names
+    start = ((day or datetime.date.today()).toordinal() * count) % len(names)
+    return [names[(start + i) % len(names)] for i in range(count)]
+
+
+def run_mutant(name: str, workdir: Path) -> dict:
+    """Run the suite against one mutant; its row of the kill table."""
+    summary, clauses = declared(mutants()[name])
+    report_dir = workdir / name
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "conformance",
+        f"--backend={name}:BACKEND",
+        "--ignore=conformance/test_multirank.py",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--conformance-report={report_dir}",
+    ]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    path = report_dir / "report.json"
+    if not path.exists():
+        return {"mutant": name, "summary": summary, "declared": clauses, "killed": False, "error": done.stdout[-2000:]}
+    report = json.loads(path.read_text(encoding="utf-8"))
+    failures = report["failures"]
+    blamed = sorted({c for f in failures for c in f["clauses"]})
+    return {
+        "mutant": name,
+        "summary": summary,
+        "declared": clauses,
+        "killed": report["verdict"]["result"] == "fail",
+        "failed_tests": len(failures),
+        "first_kill": failures[0]["nodeid"] if failures else None,
+        "blamed": blamed,
+        "wrong_blame": sorted(set(blamed) - set(clauses)),
+        "suite_errors": report["verdict"]["suite_errors"],
+    }
+
+
+def ok(row: dict) -> bool:
+    """Killed, with every blamed clause among the declared ones."""
+    return row["killed"] and not row.get("wrong_blame") and not row.get("suite_errors")
+
+
+def kill_table(rows: list[dict]) -> str:
+    """The kill table in Markdown, with the count of mutants killed and the blame accuracy."""
+    lines = [
+        "| mutant | bug | declares | killed | failed tests | first killing test | blamed | wrong blame |",
+        "|---|---|---|---|---:|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['mutant']} | {row['summary']} | {', '.join(row['declared'])} | {'yes' if row['killed'] else 'NO'} "
+            f"| {row.get('failed_tests', 0)} | {row.get('first_kill') or ''} | {', '.join(row.get('blamed', []))} "
+            f"| {', '.join(row.get('wrong_blame', []))} |"
+        )
+    killed = sum(row["killed"] for row in rows)
+    right = sum(ok(row) for row in rows)
+    lines.append("")
+    lines.append(f"{killed}/{len(rows)} mutants killed; {right}/{len(rows)} killed with every blamed clause declared.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("-j", "--jobs", type=int, default=2, help="mutants run at once (default 2)")
+    parser.add_argument("--sample", type=int, default=None, help="run this many mutants, a different slice each day")
+    parser.add_argument("--out", type=Path, default=None, help="also write the kill table (Markdown) here")
+    args = parser.parse_args(argv)
+    names = args.names or list(mutants())
+    unknown = sorted(set(names) - set(mutants()))
+    if unknown:
+        parser.error(f"unknown mutant(s) {unknown}; known: {sorted(mutants())}")
+    if args.sample is not None:
+        names = sample(names, args.sample)
+    with tempfile.TemporaryDirectory(prefix="batchspec-mutants-") as workdir:
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            rows = list(pool.map(lambda name: run_mutant(name, Path(workdir)), names))
+    table = kill_table(rows)
+    sys.stdout.write(table)
+    if args.out is not None:
+        args.out.write_text(table, encoding="utf-8")
+    return 0 if all(ok(row) for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
