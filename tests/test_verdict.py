@@ -14,6 +14,7 @@ from _suite import ROOT, run_conformance
 
 from batchspec.conformance import scoreboard
 from batchspec.conformance.goldens import load_all
+from batchspec.conformance.spec import spec_clauses
 
 PROBES = str(ROOT / "tests" / "probe_backends")
 MUTANTS = str(ROOT / "tests" / "mutants")  # mutant_base, which the probes are built with
@@ -201,3 +202,10 @@ def test_the_scoreboard_puts_reference_and_vectorized_side_by_side(reference_run
     for clause, row in reference_run.report["clauses"].items():
         other = vectorized_run.report["clauses"].get(clause, {}).get("status", "not run")
         assert rows[clause] == f"| {clause} | {row['level']} | {row['status']} | {other} |"
+
+
+def test_the_committed_scoreboard_has_a_row_for_every_spec_clause():
+    """``docs/scoreboard.md`` (README, "Gating a release") cannot silently miss a clause SPEC adds."""
+    text = (ROOT / "docs" / "scoreboard.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0].removeprefix("| ") for line in text.splitlines() if line.startswith("| ")}
+    assert set(spec_clauses()) <= rows, sorted(set(spec_clauses()) - rows)
