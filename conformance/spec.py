@@ -74,9 +74,10 @@ FIELD_ROW = re.compile(r"^\| `([a-z_]+)` \|(?:[^|]*\|){4} ((?:\[[a-z0-9-]+\](?: 
 
 
 def spec_field_clauses(path: Path = SPEC_PATH) -> dict[str, dict[str, str | None]]:
-    """``TrainingBatch`` field -> {clause id: the dtype it applies to, or None for every dtype},
-    from the last column of section 3's field table (``[batched-block-causal] (bool)``): the
-    clauses that define the field's values, on which the suite blames a field that differs."""
+    """``TrainingBatch`` field -> {clause id: the condition it applies under (a dtype such as
+    ``bool``, or ``xdoc`` / ``unpacked``), or None for always}, from the last column of section
+    3's field table (``[batched-block-causal] (bool)``): the clauses that define the field's
+    values, on which the suite blames a field that differs."""
     text = path.read_text(encoding="utf-8")
     return {
         m.group(1): {c: dtype or None for c, dtype in re.findall(r"\[([a-z0-9-]+)\](?: \(([0-9a-z]+)\))?", m.group(2))}

@@ -10,7 +10,7 @@ import torch
 
 from batchspec import reference
 from batchspec.conformance.helpers.asserts import ClauseFailure
-from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
+from batchspec.conformance.helpers.fields import assert_training_batch_equal, field_clauses, label_targets
 from batchspec.conformance.helpers.inputs import Contract, packed_row, row_positions, sample_batch
 from batchspec.conformance.spec import spec_field_clauses, spec_profiles
 
@@ -117,3 +117,22 @@ def test_the_failure_shows_the_field_the_call_and_both_values():
     message = str(caught.value)
     assert "seq_lens[0, 0]" in message and "[thd-lengths: X(ROWS)]" in message
     assert "actual:" in message and "expected:" in message
+
+
+def test_conditional_clauses_apply_only_under_their_condition():
+    positions = reference_batch("thd")["position_ids"]
+    assert field_clauses("position_ids", positions) == ("ctb-positions",)
+    assert field_clauses("position_ids", positions, conditions={"unpacked"}) == ("ctb-positions", "unpacked-padding")
+    assert field_clauses("position_ids", positions, conditions={"xdoc"}) == ("ctb-positions", "ctb-xdoc")
+    assert field_clauses("position_ids", positions, ["unpacked-padding"], {"unpacked"}) == ("unpacked-padding",)
+
+
+def test_masking_a_subdocuments_first_input_breaks_the_segment_starts_rule():
+    contract, output_format = ROUTES["document_ids+metadata"]
+    expected = reference.convert_text_batch(sample_batch(ROWS), contract, IGNORE, True, False, output_format)
+    wrong = expected["labels"].clone()
+    wrong[0, 3] = IGNORE  # token 8 is the second document's first input; its target 9 is kept
+    masking = label_targets([row_positions(r) for r in ROWS], [r.padding_length for r in ROWS], IGNORE, True)
+    with pytest.raises(ClauseFailure) as caught:
+        assert_training_batch_equal({**expected, "labels": wrong}, expected, clause="", call="X", targets=masking)
+    assert caught.value.clauses == ("ctb-segment-starts",)

@@ -13,7 +13,7 @@ when the caller gives the label targets (``label_targets``): a label whose targe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -31,14 +31,19 @@ def _table() -> dict[str, dict[str, str | None]]:
     return spec_field_clauses()
 
 
-def field_clauses(key: str, expected: Any, cited: Sequence[str] = ()) -> tuple[str, ...]:
+def field_clauses(
+    key: str, expected: Any, cited: Sequence[str] = (), conditions: Iterable[str] = ()
+) -> tuple[str, ...]:
     """The clauses a difference in field ``key`` breaks: those of SPEC's field table that apply
-    to ``expected``'s dtype (``attention_mask``: bool is [batched-block-causal], int64
-    [batched-document-ids-mask]), narrowed to ``cited`` when some of them are cited. Empty for
-    a key the table does not list."""
+    (a clause marked with a dtype applies to ``expected`` of that dtype: ``attention_mask``'s
+    bool is [batched-block-causal], its int64 [batched-document-ids-mask]; one marked ``xdoc``
+    or ``unpacked`` only when ``conditions`` holds that name), narrowed to ``cited`` when some
+    of them are cited. Empty for a key the table does not list."""
     rules = _table().get(key, {})
-    dtype = str(expected.dtype).removeprefix("torch.") if isinstance(expected, torch.Tensor) else None
-    applicable = [clause for clause, only in rules.items() if only is None or only == dtype]
+    active = set(conditions)
+    if isinstance(expected, torch.Tensor):
+        active.add(str(expected.dtype).removeprefix("torch."))
+    applicable = [clause for clause, only in rules.items() if only is None or only in active]
     narrowed = [clause for clause in applicable if clause in set(cited)]
     return tuple(narrowed or applicable)
 
@@ -49,10 +54,11 @@ class LabelTargets:
     padding, and whether it starts a subdocument; the run's ``ignore_index`` and
     ``mask_segment_starts``."""
 
-    padding: torch.Tensor  # bool [B, S]
-    starts: torch.Tensor  # bool [B, S]
+    padding: torch.Tensor  # bool [B, S]: the target (token i + 1) is padding
+    starts: torch.Tensor  # bool [B, S]: the target starts a subdocument
     ignore_index: int
     mask_segment_starts: bool
+    input_starts: torch.Tensor | None = None  # bool [B, S]: the input (token i) starts a subdocument
 
 
 def label_targets(
@@ -62,22 +68,37 @@ def label_targets(
     padding lengths."""
     padding = [[i + 1 >= len(p) - n for i in range(len(p) - 1)] for p, n in zip(positions, padding_lengths)]
     starts = [[p[i + 1] == 0 for i in range(len(p) - 1)] for p in positions]
-    return LabelTargets(torch.tensor(padding), torch.tensor(starts), ignore_index, mask_segment_starts)
+    inputs = [[p[i] == 0 for i in range(len(p) - 1)] for p in positions]
+    return LabelTargets(
+        torch.tensor(padding), torch.tensor(starts), ignore_index, mask_segment_starts, torch.tensor(inputs)
+    )
 
 
 def label_clauses(got: torch.Tensor, want: torch.Tensor, targets: LabelTargets) -> tuple[str, ...]:
-    """The label rules the differing elements of ``got`` break (module docstring)."""
+    """The label rules the differing elements of ``got`` break: a label whose target is padding
+    [ctb-padding-labels]; whose target starts a subdocument ([ctb-segment-starts] with masking,
+    [ctb-cross-document-targets] without); a kept label masked at a subdocument's first input
+    under masking [ctb-segment-starts] (it masks targets, not inputs); a masked label holding
+    another value than ``ignore_index`` [ctb-ignore-index]; any other [ctb-shift]."""
+    ignore = targets.ignore_index
     rules = set()
     for b, i in torch.nonzero(got != want).tolist():
-        if want[b, i] == targets.ignore_index and targets.padding[b, i]:
+        if want[b, i] == ignore and targets.padding[b, i]:
             rules.add("ctb-padding-labels")
         elif targets.starts[b, i]:
             rules.add("ctb-segment-starts" if targets.mask_segment_starts else "ctb-cross-document-targets")
-        elif targets.ignore_index in (want[b, i], got[b, i]):
-            rules.add("ctb-ignore-index")
+        elif want[b, i] == ignore:
+            rules.add("ctb-ignore-index")  # masked, but with another value
+        elif (
+            got[b, i] == ignore
+            and targets.mask_segment_starts
+            and targets.input_starts is not None
+            and targets.input_starts[b, i]
+        ):
+            rules.add("ctb-segment-starts")
         else:
             rules.add("ctb-shift")
-        if want[b, i] == targets.ignore_index and got[b, i] != targets.ignore_index and got[b, i] < 0:
+        if want[b, i] == ignore and got[b, i] != ignore and got[b, i] < 0:
             rules.add("ctb-ignore-index")  # masked, but with another sentinel value
     return tuple(sorted(rules))
 
@@ -90,11 +111,13 @@ def assert_training_batch_equal(
     call: str,
     targets: LabelTargets | None = None,
     partial: bool = False,
+    conditions: Iterable[str] = (),
 ) -> None:
     """``actual`` holds exactly ``expected``'s fields [tb-keys] (with ``partial``: at least
     them, the caller checks the key set), each of the same dtype
     [tb-dtypes] and shape [tb-shapes] and equal to it, blamed on that field's clauses
-    (``field_clauses``, narrowed to the test's ``clause`` ids when some are among them;
+    (``field_clauses`` under ``conditions``: ``xdoc``, ``unpacked``; narrowed to the test's
+    ``clause`` ids when some are among them;
     ``labels`` per element with ``targets``). A field the table does not list is blamed on
     ``clause``.
 
@@ -132,5 +155,5 @@ def assert_training_batch_equal(
         if key == "labels" and targets is not None:
             blamed = label_clauses(got, want, targets)
         else:
-            blamed = field_clauses(key, want, cited) or tuple(cited)
+            blamed = field_clauses(key, want, cited, conditions) or tuple(cited)
         assert_batch_equal(actual, expected, keys=[key], clause=", ".join(blamed), call=call)
