@@ -1,30 +1,11 @@
 """targets that start a subdocument are masked even with mask_segment_starts=False. Breaks: [ctb-cross-document-targets]"""
 
-from mutant_base import reference, reference_with
+from mutant_base import converting, reference_with
 
 
-def convert_text_batch(
-    sample_batch,
-    packing_contract,
-    ignore_index,
-    mask_segment_starts,
-    allow_cross_document_attention,
-    output_format="batched",
-    pad_to_length=None,
-    pad_token_id=None,
-):
-    if mask_segment_starts is False:
-        mask_segment_starts = True
-    return reference.convert_text_batch(
-        sample_batch,
-        packing_contract,
-        ignore_index,
-        mask_segment_starts,
-        allow_cross_document_attention,
-        output_format,
-        pad_to_length,
-        pad_token_id,
-    )
+def _always_mask(call):
+    if call["mask_segment_starts"] is False:
+        call["mask_segment_starts"] = True
 
 
-BACKEND = reference_with("m-ctb-cross-doc-targets-masked", convert_text_batch=convert_text_batch)
+BACKEND = reference_with("m-ctb-cross-doc-targets-masked", convert_text_batch=converting(before=_always_mask))

@@ -1,43 +1,14 @@
 """labels whose target is padding are -100, not the given ignore_index. Breaks: [ctb-ignore-index], [ctb-padding-labels]"""
 
-from mutant_base import reference, reference_with
+from mutant_base import converting, padding_counts, reference_with
 
 
-def _padding_counts(sample_batch, length):
-    """Each row's trailing padding count n after the unpacked route's padding to `length`."""
-    counts = []
-    for record in sample_batch.records:
-        field = next(name for name in reference.TOKEN_FIELD_CANDIDATES if name in record.payload)
-        counts.append((record.meta.padding_length or 0) + length - len(record.payload[field]))
-    return counts
-
-
-def convert_text_batch(
-    sample_batch,
-    packing_contract,
-    ignore_index,
-    mask_segment_starts,
-    allow_cross_document_attention,
-    output_format="batched",
-    pad_to_length=None,
-    pad_token_id=None,
-):
-    out = reference.convert_text_batch(
-        sample_batch,
-        packing_contract,
-        ignore_index,
-        mask_segment_starts,
-        allow_cross_document_attention,
-        output_format,
-        pad_to_length,
-        pad_token_id,
-    )
+def _minus_100(out, given):
     labels = out["labels"]
     length = labels.shape[1] + 1
-    for b, n in enumerate(_padding_counts(sample_batch, length)):
+    for b, n in enumerate(padding_counts(given["sample_batch"], length)):
         if n >= 1:
             labels[b, length - n - 1 :] = -100
-    return out
 
 
-BACKEND = reference_with("m-ctb-pad-labels-minus100", convert_text_batch=convert_text_batch)
+BACKEND = reference_with("m-ctb-pad-labels-minus100", convert_text_batch=converting(_minus_100))
