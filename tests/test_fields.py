@@ -11,7 +11,7 @@ import torch
 from batchspec import reference
 from batchspec.conformance.helpers.asserts import ClauseFailure
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, field_clauses, label_targets
-from batchspec.conformance.helpers.inputs import Contract, packed_row, row_positions, sample_batch
+from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
 from batchspec.conformance.spec import spec_field_clauses, spec_profiles
 
 ROWS = [packed_row([[5, 6, 7], [8, 9]], padding=2), packed_row([[3, 4, 5, 6, 7, 8]], padding=1)]
@@ -36,7 +36,7 @@ def reference_batch(route: str) -> dict:
 
 
 def targets():
-    return label_targets([row_positions(r) for r in ROWS], [r.padding_length for r in ROWS], IGNORE, False)
+    return label_targets(ROWS, IGNORE, False)
 
 
 def blamed(actual: dict, expected: dict, cited: list[str]) -> tuple[str, ...]:
@@ -132,7 +132,7 @@ def test_masking_a_subdocuments_first_input_breaks_the_segment_starts_rule():
     expected = reference.convert_text_batch(sample_batch(ROWS), contract, IGNORE, True, False, output_format)
     wrong = expected["labels"].clone()
     wrong[0, 3] = IGNORE  # token 8 is the second document's first input; its target 9 is kept
-    masking = label_targets([row_positions(r) for r in ROWS], [r.padding_length for r in ROWS], IGNORE, True)
+    masking = label_targets(ROWS, IGNORE, True)
     with pytest.raises(ClauseFailure) as caught:
         assert_training_batch_equal({**expected, "labels": wrong}, expected, clause="", call="X", targets=masking)
     assert caught.value.clauses == ("ctb-segment-starts",)

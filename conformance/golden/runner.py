@@ -10,28 +10,21 @@ from batchspec.conformance.golden.errors import error_from_record
 from batchspec.conformance.golden.store import StoredCase
 from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises, check
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
-from batchspec.conformance.helpers.inputs import Row, row_positions
+from batchspec.conformance.helpers.inputs import Row
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 __all__ = ["run_stored_case"]
 
 
 def _label_targets(case: StoredCase):
-    """The label targets of a ``convert_text_batch`` case's rows, after the unpacked route's
-    padding: its appended pads continue the pad tail and join the padding [unpacked-padding]."""
+    """The label targets of a ``convert_text_batch`` case's rows, as the call pads them."""
     options = case.record["options"]
-    width = options.get("pad_to_length")
-    positions, padding = [], []
-    for given in case.inputs["rows"]:
-        row = Row(tuple(given["tokens"]), given.get("positions"), given.get("padding_length"))
-        row_pos, n = list(row_positions(row)), row.padding_length or 0
-        if width is not None and width > len(row_pos):
-            extra = width - len(row_pos)
-            row_pos, n = row_pos + list(range(n, n + extra)), n + extra
-        positions.append(row_pos)
-        padding.append(n)
+    rows = [Row(tuple(r["tokens"]), r.get("positions"), r.get("padding_length")) for r in case.inputs["rows"]]
     return label_targets(
-        positions, padding, options.get("ignore_index", IGNORE_INDEX), options.get("mask_segment_starts", False)
+        rows,
+        options.get("ignore_index", IGNORE_INDEX),
+        options.get("mask_segment_starts", False),
+        options.get("pad_to_length"),
     )
 
 

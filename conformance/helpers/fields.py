@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, summary
+from batchspec.conformance.helpers.inputs import Row, row_positions
 from batchspec.conformance.spec import spec_field_clauses, split_citation
 
 __all__ = ["LabelTargets", "assert_training_batch_equal", "field_clauses", "label_clauses", "label_targets"]
@@ -62,15 +63,24 @@ class LabelTargets:
 
 
 def label_targets(
-    positions: Sequence[Sequence[int]], padding_lengths: Sequence[int], ignore_index: int, mask_segment_starts: bool
+    rows: Sequence[Row], ignore_index: int, mask_segment_starts: bool, pad_to_length: int | None = None
 ) -> LabelTargets:
-    """``LabelTargets`` of rows given by their unshifted ``positions`` (each of length L) and
-    padding lengths."""
-    padding = [[i + 1 >= len(p) - n for i in range(len(p) - 1)] for p, n in zip(positions, padding_lengths)]
+    """``LabelTargets`` of unshifted ``rows`` as converted: their positions ([ctb-positions]) and
+    padding, after the unpacked route's padding to ``pad_to_length`` when it is given (the
+    appended pads continue the pad tail and join the padding [unpacked-padding])."""
+    positions, padding = [], []
+    for row in rows:
+        row_pos, n = list(row_positions(row)), row.padding_length or 0
+        if pad_to_length is not None and pad_to_length > len(row_pos):
+            extra = pad_to_length - len(row_pos)
+            row_pos, n = row_pos + list(range(n, n + extra)), n + extra
+        positions.append(row_pos)
+        padding.append(n)
+    pad = [[i + 1 >= len(p) - n for i in range(len(p) - 1)] for p, n in zip(positions, padding)]
     starts = [[p[i + 1] == 0 for i in range(len(p) - 1)] for p in positions]
     inputs = [[p[i] == 0 for i in range(len(p) - 1)] for p in positions]
     return LabelTargets(
-        torch.tensor(padding), torch.tensor(starts), ignore_index, mask_segment_starts, torch.tensor(inputs)
+        torch.tensor(pad), torch.tensor(starts), ignore_index, mask_segment_starts, torch.tensor(inputs)
     )
 
 

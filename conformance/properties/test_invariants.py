@@ -21,7 +21,7 @@ from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
-from batchspec.conformance.helpers.inputs import describe_rows, payload_form, row_positions, sample_batch
+from batchspec.conformance.helpers.inputs import describe_rows, payload_form, sample_batch
 from batchspec.conformance.helpers.invariants import (
     check_converted_batch,
     expected_packed_metadata,
@@ -180,12 +180,7 @@ def test_convert_text_batch_matches_reference(backend, data):
     args = (case.contract, case.ignore_index, case.mask_segment_starts, False)
     out = backend.convert_text_batch(sample_batch(case.rows), *args)
     expected = reference.convert_text_batch(sample_batch(case.rows), *args)
-    targets = label_targets(
-        [row_positions(row) for row in case.rows],
-        [row.padding_length or 0 for row in case.rows],
-        case.ignore_index,
-        case.mask_segment_starts,
-    )
+    targets = label_targets(case.rows, case.ignore_index, case.mask_segment_starts)
     # a differing field is blamed on its own clauses (SPEC's field table), labels per element
     assert_training_batch_equal(
         out, expected, clause=", ".join(CONVERT_MATCH_CLAUSES), call=f"{call} (reference)", targets=targets
