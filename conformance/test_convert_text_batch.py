@@ -50,14 +50,20 @@ def test_example_input_is_not_mutated(backend):
 
 
 @pytest.mark.requires("convert_text_batch")
-@pytest.mark.clause("ctb-input-errors")
-def test_not_a_sample_batch_is_rejected(backend):
-    """A plain list is not a SampleBatch (a stored case always holds a real one)."""
+@pytest.mark.clause("ctb-input-errors", "ctb-input-errors.1")
+@pytest.mark.parametrize(
+    "argument",
+    [[[1, 2, 3]], None],
+    ids=["list", "none"],
+)
+def test_not_a_sample_batch_is_rejected(backend, argument):
+    """A ``sample_batch`` without ``records`` (a plain list, None) raises TypeError naming
+    ``sample_batch``; a stored case always holds a real SampleBatch."""
     assert_raises(
         TypeError,
         ("sample_batch",),
         backend.convert_text_batch,
-        [[1, 2, 3]],
+        argument,
         Contract(),
         IGNORE_INDEX,
         False,

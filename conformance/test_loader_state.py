@@ -248,16 +248,23 @@ def test_endless_stream_resumes_after_one_pass(backend, scratch, shuffle, first_
 @pytest.mark.parametrize(
     "name, error",
     [
-        ("empty_mapping", ValueError),
-        ("missing_key", ValueError),
-        ("list_of_pairs", ValueError),
-        ("bytes", ValueError),
-        ("none", ValueError),
-        ("str_value", TypeError),
-        ("none_value", TypeError),
-        ("bytearray_value", TypeError),
+        # item 1: not a mapping, or no "zephon" key; item 2: a "zephon" value that is not bytes
+        *(
+            pytest.param(
+                name, error, marks=pytest.mark.clause(f"state-load-errors.{item}"), id=f"{name}-{error.__name__}"
+            )
+            for name, error, item in (
+                ("empty_mapping", ValueError, 1),
+                ("missing_key", ValueError, 1),
+                ("list_of_pairs", ValueError, 1),
+                ("bytes", ValueError, 1),
+                ("none", ValueError, 1),
+                ("str_value", TypeError, 2),
+                ("none_value", TypeError, 2),
+                ("bytearray_value", TypeError, 2),
+            )
+        )
     ],
-    ids=lambda value: value if isinstance(value, str) else value.__name__,
 )
 def test_malformed_state_mapping_is_rejected(backend, scratch, name, error):
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
@@ -282,7 +289,7 @@ def test_empty_state_after_a_non_empty_load_is_rejected(backend, scratch):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-fingerprint", "state-load-validates-first")
+@pytest.mark.clause("state-fingerprint", "state-load-validates-first", "state-load-validates-first.6")
 @pytest.mark.parametrize("other", [(6, "wrap"), (8, "first_fit")], ids=["max-length", "algorithm"])
 def test_fingerprint_mismatch_names_both_fingerprints(backend, scratch, other):
     """A state saved by pack_flat(8, "wrap") does not load into another packing (Zephon
@@ -364,7 +371,7 @@ def test_state_is_identical_across_processes(backend, scratch):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-canonical-replicas", "state-load-validates-first")
+@pytest.mark.clause("state-canonical-replicas", "state-load-validates-first", "state-load-validates-first.7")
 def test_canonical_replicas_change_names_both_values(backend, scratch):
     saved = saved_after(backend, scratch, 2, n=12, canonical_replicas=2)
     loader = make_loader(backend, index_pipeline(scratch, 12, 2, "redistribute", canonical_replicas=3))
@@ -390,17 +397,26 @@ def test_canonical_replicas_change_names_both_values(backend, scratch):
 @pytest.mark.parametrize(
     "corruption, check",
     [
-        ("flip_body_byte", "checksum mismatch"),
-        ("drop_last_byte", "truncated"),
-        ("cut_header", "truncated"),
-        ("extra_byte", "truncated"),
-        ("bad_magic", "bad magic"),
-        ("version_2", "unsupported version"),
-        ("body_not_json", "malformed body"),
-        ("body_only_state", "malformed body"),
-        ("topology_replicas_as_string", "malformed body"),
+        # loaded into the pipeline that saved it: the tampering is the only fault, so each
+        # parameter cites the [state-load-validates-first] item of its check
+        pytest.param(
+            corruption,
+            check,
+            marks=pytest.mark.clause(f"state-load-validates-first.{CHECKS.index(check) + 1}"),
+            id=f"{corruption}-{check.replace(' ', '-')}",
+        )
+        for corruption, check in (
+            ("flip_body_byte", "checksum mismatch"),
+            ("drop_last_byte", "truncated"),
+            ("cut_header", "truncated"),
+            ("extra_byte", "truncated"),
+            ("bad_magic", "bad magic"),
+            ("version_2", "unsupported version"),
+            ("body_not_json", "malformed body"),
+            ("body_only_state", "malformed body"),
+            ("topology_replicas_as_string", "malformed body"),
+        )
     ],
-    ids=lambda value: value.replace(" ", "-"),
 )
 def test_tampered_envelope_is_rejected_by_name(backend, scratch, corruption, check):
     saved = saved_after(backend, scratch, 5)
@@ -604,7 +620,9 @@ def test_the_first_failed_check_is_reported(backend, scratch, corruptions, check
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-envelope", "state-load-validates-first", "state-exact-resume")
+@pytest.mark.clause(
+    "state-envelope", "state-load-validates-first", "state-load-validates-first.2", "state-exact-resume"
+)
 @pytest.mark.parametrize("version", [0, 2, 255])
 def test_the_version_byte_is_exactly_one(backend, scratch, version):
     """Any version byte but 1 is rejected, also with a correct digest; the version is named."""
@@ -633,7 +651,7 @@ def test_the_version_byte_is_exactly_one(backend, scratch, version):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-load-validates-first", "state-envelope")
+@pytest.mark.clause("state-load-validates-first", "state-load-validates-first.1", "state-envelope")
 @pytest.mark.parametrize(
     "data",
     [b"\x01" * 100, b"PK\x03\x04" + bytes(60), b"\x80\x04\x95" + bytes(60), b"{}", b"BSZ"],
@@ -804,9 +822,23 @@ PIPELINES = {
 }
 
 
+# The [state-fingerprint-canonical] item that lists a stage's settings, by the stage's op (item 4:
+# any other stage, with no setting).
+STAGE_ITEM = {"tokenize": 1, "pack_flat": 2, "pack_sequences": 2, "batch": 3}
+
+
+def pipeline_param(name: str):
+    """``name`` of PIPELINES, citing the [state-fingerprint-canonical] items of its stages (every
+    loader pipeline ends in ``batch``, item 3, so items 1, 2 and 4 are never alone)."""
+    items = sorted({STAGE_ITEM.get(stage["op"], 4) for stage in PIPELINES[name][1]})
+    return pytest.param(
+        name, marks=pytest.mark.clause(*(f"state-fingerprint-canonical.{item}" for item in items)), id=name
+    )
+
+
 @pytest.mark.requires("zephon_loader", "zephon_state")
 @pytest.mark.clause("state-fingerprint-canonical", "state-fingerprint")
-@pytest.mark.parametrize("name", list(PIPELINES))
+@pytest.mark.parametrize("name", [pipeline_param(name) for name in PIPELINES])
 def test_fingerprint_is_the_sha256_of_the_canonical_description(backend, scratch, name):
     """The fingerprint a loader compares with is sha256 of the canonical JSON of
     {"batchspec_fingerprint": 1, "stages": [...]}, written here from the pipeline's builder
@@ -825,7 +857,7 @@ def test_fingerprint_is_the_sha256_of_the_canonical_description(backend, scratch
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
 @pytest.mark.clause("state-fingerprint-canonical", "state-envelope", "state-exact-resume")
-@pytest.mark.parametrize("name", ["pack-first-fit", "corpus"])
+@pytest.mark.parametrize("name", [pipeline_param("pack-first-fit"), pipeline_param("corpus")])
 def test_saved_envelope_holds_the_canonical_fingerprint(backend, scratch, name):
     """After iteration (Zephon has built its engine and inserted its own stages), the
     envelope's fingerprint is still the canonical one, and the state resumes."""

@@ -43,21 +43,24 @@ def _xdoc(
 def case_adapt():
     base = {"document_ids": IDS, "position_ids": POS}
     elig = bools([[T, T, F, T, T, T, T, T], [T] * 8])
+    # (name, inputs, error type, facts, the [adapt-errors] item)
     bad = [
-        ("missing_document_ids", {"batch": {"position_ids": POS}}, "ValueError", ("document_ids",)),
-        ("int32_document_ids", {"batch": {"document_ids": IDS.to(torch.int32)}}, "TypeError", ("document_ids",)),
-        ("1d_document_ids", {"batch": {"document_ids": IDS[0]}}, "ValueError", ("document_ids",)),
+        ("missing_document_ids", {"batch": {"position_ids": POS}}, "ValueError", ("document_ids",), 1),
+        ("int32_document_ids", {"batch": {"document_ids": IDS.to(torch.int32)}}, "TypeError", ("document_ids",), 2),
+        ("1d_document_ids", {"batch": {"document_ids": IDS[0]}}, "ValueError", ("document_ids",), 3),
         (
             "eligibility_not_bool",
             {"batch": base, "attention_eligibility": IDS},
             "TypeError",
             ("attention_eligibility",),
+            4,
         ),
         (
             "eligibility_shape",
             {"batch": base, "attention_eligibility": bools([[T] * 8])},
             "ValueError",
             ("attention_eligibility", Shape(2, 8), Shape(1, 8)),
+            5,
         ),
     ]
     return [
@@ -84,13 +87,13 @@ def case_adapt():
     ] + [
         Case(
             name=f"test_adapt_rejects_{n}",
-            clauses=("adapt-errors",),
+            clauses=("adapt-errors", f"adapt-errors.{item}"),
             description=f"adapt_model_inputs: {n}",
             function="adapt_model_inputs",
             inputs=i,
             error=(k, w),
         )
-        for n, i, k, w in bad
+        for n, i, k, w, item in bad
     ]
 
 
@@ -158,29 +161,56 @@ def case_xdoc_mrope():
 
 def case_xdoc_errors():
     ok = {"document_ids": IDS, "attention_document_ids": IDS, "position_ids": POS}
+    # (name, batch, error type, facts, the [xdoc-errors] item)
     bad = [
         (
             "missing_attention_ids",
             {"document_ids": IDS, "position_ids": POS},
             "ValueError",
             ("attention_document_ids",),
+            1,
         ),
-        ("missing_position_ids", {"document_ids": IDS, "attention_document_ids": IDS}, "ValueError", ("position_ids",)),
-        ("int32_positions", {**ok, "position_ids": POS.to(torch.int32)}, "TypeError", ("position_ids",)),
-        ("ids_shape_mismatch", {**ok, "attention_document_ids": IDS[:1]}, "ValueError", ("attention_document_ids",)),
-        ("positions_shape", {**ok, "position_ids": POS[:, :4]}, "ValueError", ("position_ids",)),
-        ("negative_position", {**ok, "position_ids": POS - 1}, "ValueError", ("position_ids",)),
+        (
+            "missing_position_ids",
+            {"document_ids": IDS, "attention_document_ids": IDS},
+            "ValueError",
+            ("position_ids",),
+            1,
+        ),
+        ("int32_positions", {**ok, "position_ids": POS.to(torch.int32)}, "TypeError", ("position_ids",), 2),
+        (
+            "int32_attention_ids",
+            {**ok, "attention_document_ids": IDS.to(torch.int32)},
+            "TypeError",
+            ("attention_document_ids",),
+            2,
+        ),
+        (
+            "ids_shape_mismatch",
+            {**ok, "attention_document_ids": IDS[:1]},
+            "ValueError",
+            ("attention_document_ids",),
+            3,
+        ),
+        ("positions_shape", {**ok, "position_ids": POS[:, :4]}, "ValueError", ("position_ids",), 3),
+        # all three 1-D and of one shape: only document_ids is not 2-D, and it is the field named
+        ("1d_document_ids", {k: v[0] for k, v in ok.items()}, "ValueError", ("document_ids",), 3),
+        ("negative_position", {**ok, "position_ids": POS - 1}, "ValueError", ("position_ids",), 4),
     ]
-    return [_xdoc(f"rejects_{n}", b, error=(k, w), clauses=("xdoc-errors",)) for n, b, k, w in bad]
+    return [
+        _xdoc(f"rejects_{n}", b, error=(k, w), clauses=("xdoc-errors", f"xdoc-errors.{item}"))
+        for n, b, k, w, item in bad
+    ]
 
 
 def case_output_formats():
     ids = {"document_ids": IDS, "attention_document_ids": IDS}
+    # (name, ids, the row named, the [thd-errors] item)
     bad = [
-        ("no_positive_id", [[0, 0, 0]], 0),
-        ("interior_zero", [[1, 0, 1]], 0),
-        ("id_reappears", [[1, 1, 2, 1]], 0),
-        ("second_row", [[1, 1, 1, 1], [1, 2, 0, 2]], 1),
+        ("no_positive_id", [[0, 0, 0]], 0, 2),
+        ("interior_zero", [[1, 0, 1]], 0, 3),
+        ("id_reappears", [[1, 1, 2, 1]], 0, 4),
+        ("second_row", [[1, 1, 1, 1], [1, 2, 0, 2]], 1, 3),
     ]
     return [
         Case(
@@ -219,14 +249,14 @@ def case_output_formats():
     ] + [
         Case(
             name=f"test_output_thd_rejects_{n}",
-            clauses=("thd-errors",),
+            clauses=("thd-errors", f"thd-errors.{item}"),
             description=f"THD: {n}",
             function="convert_batch_output",
             inputs={"batch": {"document_ids": long(i), "attention_document_ids": long(i)}},
             options={"output_format": "thd"},
             error=("ValueError", (r,)),
         )
-        for n, i, r in bad
+        for n, i, r, item in bad
     ]
 
 
@@ -328,23 +358,40 @@ def case_xdoc_bound_translated_only():
 def case_adapt_small():
     ids = long([[1, 1, 1, 2, 2, 0]])
     positions = long([[0, 1, 2, 0, 1, 0]])
-    bad = [  # (name, batch, attention_eligibility: None is passed as None, error type, facts)
-        ("missing_document_ids_none_eligibility", {"input_ids": long([[1, 2]])}, None, "ValueError", ("document_ids",)),
+    # (name, batch, attention_eligibility: None is passed as None, error type, facts, the [adapt-errors] item)
+    bad = [
+        (
+            "missing_document_ids_none_eligibility",
+            {"input_ids": long([[1, 2]])},
+            None,
+            "ValueError",
+            ("document_ids",),
+            1,
+        ),
         (
             "int32_document_ids_none_eligibility",
             {"document_ids": torch.tensor([[1, 1]], dtype=torch.int32)},
             None,
             "TypeError",
             ("document_ids",),
+            2,
         ),
-        ("1d_document_ids_none_eligibility", {"document_ids": long([1, 1])}, None, "ValueError", ("document_ids",)),
-        ("int_eligibility", {"document_ids": long([[1, 1]])}, long([[1, 0]]), "TypeError", ("attention_eligibility",)),
+        ("1d_document_ids_none_eligibility", {"document_ids": long([1, 1])}, None, "ValueError", ("document_ids",), 3),
+        (
+            "int_eligibility",
+            {"document_ids": long([[1, 1]])},
+            long([[1, 0]]),
+            "TypeError",
+            ("attention_eligibility",),
+            4,
+        ),
         (
             "eligibility_longer_than_the_ids",
             {"document_ids": long([[1, 1]])},
             bools([[T, T, T]]),
             "ValueError",
             ("attention_eligibility", Shape(1, 2), Shape(1, 3)),
+            5,
         ),
     ]
     return [
@@ -391,13 +438,13 @@ def case_adapt_small():
     ] + [
         Case(
             name=f"test_adapt_rejects_{name}",
-            clauses=("adapt-errors",),
+            clauses=("adapt-errors", f"adapt-errors.{item}"),
             description=f"adapt_model_inputs: {name.replace('_', ' ')}",
             function="adapt_model_inputs",
             inputs={"batch": batch, "attention_eligibility": eligibility},
             error=(kind, facts),
         )
-        for name, batch, eligibility, kind, facts in bad
+        for name, batch, eligibility, kind, facts, item in bad
     ]
 
 
@@ -415,33 +462,40 @@ def case_xdoc_small():
         return out
 
     good = batch()
+    # (name, batch, error type, facts, the [xdoc-errors] item)
     bad = [
-        ("no_document_ids", without("document_ids"), "ValueError", ("document_ids",)),
-        ("no_attention_ids", without("attention_document_ids"), "ValueError", ("attention_document_ids",)),
-        ("no_positions", without("position_ids"), "ValueError", ("position_ids",)),
+        ("no_document_ids", without("document_ids"), "ValueError", ("document_ids",), 1),
+        ("no_attention_ids", without("attention_document_ids"), "ValueError", ("attention_document_ids",), 1),
+        ("no_positions", without("position_ids"), "ValueError", ("position_ids",), 1),
         (
             "int32_positions_of_3",
             {**good, "position_ids": torch.tensor([[0, 1, 0]], dtype=torch.int32)},
             "TypeError",
             ("position_ids",),
+            2,
         ),
         (
             "int32_ids",
             {**good, "document_ids": torch.tensor([[1, 1, 2]], dtype=torch.int32)},
             "TypeError",
             ("document_ids",),
+            2,
         ),
-        ("positions_wrong_length", {**good, "position_ids": long([[0, 1]])}, "ValueError", ("position_ids",)),
-        ("positions_4d", {**good, "position_ids": long([[[[0, 1, 0]]]])}, "ValueError", ("position_ids",)),
+        ("positions_wrong_length", {**good, "position_ids": long([[0, 1]])}, "ValueError", ("position_ids",), 3),
+        ("positions_4d", {**good, "position_ids": long([[[[0, 1, 0]]]])}, "ValueError", ("position_ids",), 3),
         (
             "attention_ids_longer",
             {**good, "attention_document_ids": long([[1, 1, 2, 2]])},
             "ValueError",
             ("attention_document_ids",),
+            3,
         ),
-        ("negative_position_of_3", {**good, "position_ids": long([[0, -1, 0]])}, "ValueError", ("position_ids",)),
+        ("negative_position_of_3", {**good, "position_ids": long([[0, -1, 0]])}, "ValueError", ("position_ids",), 4),
     ]
-    cases = [_xdoc(f"rejects_{n}", b, error=(k, w), clauses=("xdoc-errors",)) for n, b, k, w in bad]
+    cases = [
+        _xdoc(f"rejects_{n}", b, error=(k, w), clauses=("xdoc-errors", f"xdoc-errors.{item}"))
+        for n, b, k, w, item in bad
+    ]
     cases.append(
         _xdoc(
             "mrope_offset_takes_the_largest_axis",
@@ -520,18 +574,19 @@ def case_output_thd_runs():
     ] + [
         Case(
             name=f"test_output_thd_rejects_{name}",
-            clauses=("thd-errors",),
+            clauses=("thd-errors", f"thd-errors.{item}"),
             description=f"THD lengths cannot express {name.replace('_', ' ')}: ValueError naming row {row}",
             function="convert_batch_output",
             inputs={"batch": {"attention_document_ids": long(bad)}},
             options={"output_format": "thd"},
             error=("ValueError", (row,)),
         )
-        for name, bad, row in (
-            ("left_padding", [[0, 0, 1, 1, 1]], 0),
-            ("interior_exclusion", [[1, 1, 0, 1, 1]], 0),
-            ("an_id_that_reappears", [[1, 1, 1, 1], [1, 2, 1, 0]], 1),
-            ("an_empty_row", [[1, 1, 0], [0, 0, 0]], 1),
-            ("a_negative_id", [[1, 1, 1], [1, -1, 2]], 1),
+        # (name, ids, the row named, the [thd-errors] item)
+        for name, bad, row, item in (
+            ("left_padding", [[0, 0, 1, 1, 1]], 0, 3),
+            ("interior_exclusion", [[1, 1, 0, 1, 1]], 0, 3),
+            ("an_id_that_reappears", [[1, 1, 1, 1], [1, 2, 1, 0]], 1, 4),
+            ("an_empty_row", [[1, 1, 0], [0, 0, 0]], 1, 2),
+            ("a_negative_id", [[1, 1, 1], [1, -1, 2]], 1, 1),
         )
     ]

@@ -3,7 +3,7 @@ and the minimal structural contract accepted by ``convert_text_batch``. Hand-wri
 
 from __future__ import annotations
 
-from batchspec.conformance.golden.api import Case, Row, long, rows
+from batchspec.conformance.golden.api import BATCHED_KEYS, METADATA_KEYS, Case, Row, int32, long, rows
 
 VALID = ("contract-validation", "types-contract", "types-mask-type", "contract-metadata-flag")
 INVALID = ("contract-validation", "contract-metadata-flag", "types-mask-type")
@@ -187,6 +187,62 @@ def case_dataclass_contracts():
             dataclass=n.startswith("dataclass_"),
         )
         for n, c, k, w, item in bad
+    ]
+
+
+def case_both_metadata_flag_spellings():
+    """[contract-metadata-flag]: with both spellings present, ``return_packed_sequence_metadata``
+    is the metadata request and the legacy ``requires_packed_sequence_metadata`` is not read."""
+    flag = ("contract-metadata-flag", "contract-validation")
+    return [
+        _validate(
+            "both_flag_spellings_reads_the_new_one",
+            {
+                "packed_mask_type": "block_causal",
+                "return_packed_sequence_metadata": True,
+                "requires_packed_sequence_metadata": "no",
+            },
+            clauses=flag,
+            description="both spellings: the request is return_packed_sequence_metadata (a bool), so the legacy "
+            "attribute's non-bool value is never read",
+        ),
+        _validate(
+            "rejects_both_flag_spellings_new_one_not_bool",
+            {
+                "packed_mask_type": "block_causal",
+                "return_packed_sequence_metadata": 1,
+                "requires_packed_sequence_metadata": True,
+            },
+            error=("TypeError", ("return_packed_sequence_metadata",)),
+            clauses=(*flag, "contract-validation.2"),
+            description="both spellings: return_packed_sequence_metadata=1 is the request and not a bool; the legacy "
+            "bool does not stand in for it",
+        ),
+    ] + [
+        Case(
+            name=f"test_contract_both_flag_spellings_in_convert_text_batch_{'metadata' if new else 'no_metadata'}",
+            clauses=("batched-metadata", "contract-once", "tb-keys"),
+            description=f"a plain contract with return_packed_sequence_metadata={new} and the legacy "
+            f"requires_packed_sequence_metadata={not new}: the new spelling wins [contract-metadata-flag], so the "
+            f"metadata bundle is {'present' if new else 'absent'}",
+            function="convert_text_batch",
+            inputs=rows(Row((4, 5, 6, 0), (0, 1, 0, 0), 1)),
+            options={
+                "contract": {
+                    "minimal": True,
+                    "packed_mask_type": "document_ids",
+                    "return_packed_sequence_metadata": new,
+                    "requires_packed_sequence_metadata": not new,
+                }
+            },
+            expected=(
+                {"attention_mask": long([[1, 1, 2]]), "cu_seqlens": int32([[0, 2, 3]]), "max_seqlen": 2}
+                if new
+                else {"attention_mask": long([[1, 1, 2]])}
+            ),
+            keys=BATCHED_KEYS + METADATA_KEYS if new else BATCHED_KEYS,
+        )
+        for new in (True, False)
     ]
 
 

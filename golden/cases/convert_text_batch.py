@@ -253,7 +253,7 @@ def case_example_e_variants():
         ),
         Case(
             name="test_example_e_without_pad_to_length_is_ragged",
-            clauses=("ctb-input-errors",),
+            clauses=("ctb-input-errors", "ctb-input-errors.8"),
             description="Example E's records without pad_to_length are ragged: ValueError naming both lengths",
             function="convert_text_batch",
             inputs=EXAMPLE_E_ROWS,
@@ -262,19 +262,29 @@ def case_example_e_variants():
     ] + [
         Case(
             name=f"test_example_e_unpacked_rejects_{name}",
-            clauses=("unpacked-errors",),
+            clauses=("unpacked-errors", f"unpacked-errors.{item}"),
             description=f"Example E's records, unpacked: {name.replace('_', ' ')}",
             function="convert_text_batch",
             inputs=EXAMPLE_E_ROWS,
             options=options,
             error=(kind, facts),
         )
-        for name, options, kind, facts in (
-            ("no_pad_token", {"pad_to_length": 6, "pad_token_id": None}, "ValueError", ("pad_token_id",)),
-            ("pad_token_not_int", {"pad_to_length": 6, "pad_token_id": "0"}, "TypeError", ("pad_token_id",)),
-            ("length_not_int", {"pad_to_length": 6.0, "pad_token_id": 0}, "TypeError", ("pad_to_length",)),
-            ("length_below_2", {"pad_to_length": 1, "pad_token_id": 0}, "ValueError", ("pad_to_length",)),
-            ("document_too_long", {"pad_to_length": 4, "pad_token_id": 0}, "ValueError", (1, 5, 4, "pad_to_length")),
+        # (name, options, error type, facts, the [unpacked-errors] item)
+        for name, options, kind, facts, item in (
+            ("no_pad_token", {"pad_to_length": 6, "pad_token_id": None}, "ValueError", ("pad_token_id",), 3),
+            ("pad_token_not_int", {"pad_to_length": 6, "pad_token_id": "0"}, "TypeError", ("pad_token_id",), 4),
+            ("length_not_int", {"pad_to_length": 6.0, "pad_token_id": 0}, "TypeError", ("pad_to_length",), 1),
+            # pad_to_length < 2 leaves every record of two or more tokens longer than it (item 5 too), and a
+            # one-token record of L < 2 ([ctb-input-errors] item 7): item 2 cannot be alone in an input; both
+            # items here need a ValueError naming pad_to_length
+            ("length_below_2", {"pad_to_length": 1, "pad_token_id": 0}, "ValueError", ("pad_to_length",), 2),
+            (
+                "document_too_long",
+                {"pad_to_length": 4, "pad_token_id": 0},
+                "ValueError",
+                (1, 5, 4, "pad_to_length"),
+                5,
+            ),
         )
     ]
 
@@ -573,30 +583,61 @@ def case_input_error_items():
     return cases
 
 
+# (name, the field of record 1 that is replaced, its value, error type, the [ctb-input-errors] item).
+# Record 1 is (1, 2, 3) with positions (0, 1, 2) otherwise: each value is its item's only fault (a
+# 2-D value is [3, 1], so its length is L = 3 whichever way a backend counts it).
+UNUSABLE_VALUES = [
+    ("token_values_none", "input_ids", [1, None, 3], "TypeError", 4),
+    ("token_values_strings", "input_ids", ["1", "2", "3"], "TypeError", 4),
+    ("token_values_string", "input_ids", "abc", "TypeError", 4),
+    ("token_values_bools", "input_ids", [True, False, True], "TypeError", 4),
+    ("token_values_bool_tensor", "input_ids", torch.tensor([True, False, True]), "TypeError", 4),
+    ("positions_floats", "positions", [0.0, 1.0, 2.0], "TypeError", 4),
+    ("positions_float_tensor", "positions", torch.tensor([0.0, 1.0, 2.0]), "TypeError", 4),
+    ("positions_bools", "positions", [False, True, True], "TypeError", 4),
+    ("token_field_2d", "input_ids", torch.tensor([[1], [2], [3]]), "ValueError", 5),
+    ("token_field_nested_list", "input_ids", [[1], [2], [3]], "ValueError", 5),
+    ("positions_2d", "positions", torch.tensor([[0], [1], [2]]), "ValueError", 5),
+    ("positions_nested_list", "positions", [[0], [1], [2]], "ValueError", 5),
+    ("token_values_overflow", "input_ids", [1, 2**63, 3], "ValueError", 6),
+    ("token_values_underflow", "input_ids", [1, -(2**63) - 1, 3], "ValueError", 6),
+    ("positions_overflow", "positions", [0, 1, 2**63], "ValueError", 6),
+]
+
+
 def case_unusable_token_values():
     good = Row((1, 2, 3), (0, 1, 2), 0)
     return [
         Case(
-            name=f"test_rejects_token_values_{name}",
-            clauses=("ctb-input-errors",),
-            description=f"record 1's input_ids {tokens!r}: {kind} naming the record and the field",
+            name=f"test_rejects_{name}",
+            clauses=("ctb-input-errors", f"ctb-input-errors.{item}"),
+            description=f"record 1's {field} {value!r}: {kind} naming the record and the field",
             function="convert_text_batch",
-            inputs=rows(good, {"row": good, "extra": {"input_ids": tokens}}),
-            error=(kind, (1, "input_ids")),
+            inputs=rows(good, {"row": good, "extra": {field: value}}),
+            error=(kind, (1, field)),
         )
-        for name, tokens, kind in (
-            ("none", [1, None, 3], "TypeError"),
-            ("strings", ["1", "2", "3"], "TypeError"),
-            ("string", "abc", "TypeError"),
-            ("overflow", [1, 2**63, 3], "ValueError"),
-        )
+        for name, field, value, kind, item in UNUSABLE_VALUES
     ]
+
+
+def case_record_without_tokens():
+    # Only the unpacked route can hold an empty record whose only fault is item 3: without
+    # pad_to_length its L = 0 < 2 is item 7 too. No positions, padding_length None (D-2).
+    return Case(
+        name="test_rejects_record_without_tokens_item_3",
+        clauses=("ctb-input-errors", "ctb-input-errors.3"),
+        description="unpacked, pad_to_length=4: record 1 holds no token: ValueError naming record 1 and input_ids",
+        function="convert_text_batch",
+        inputs=rows(Row((1, 2, 3), None, None), Row((), None, None)),
+        options={"pad_to_length": 4, "pad_token_id": 0},
+        error=("ValueError", (1, "input_ids")),
+    )
 
 
 def case_float_token_list():
     return Case(
         name="test_rejects_float_token_list",
-        clauses=("ctb-input-errors", "ctb-token-field"),
+        clauses=("ctb-input-errors", "ctb-input-errors.4", "ctb-token-field"),
         description="a list of float tokens raises TypeError naming the record and the field",
         function="convert_text_batch",
         inputs=rows({"row": Row((1, 2, 3), (0, 1, 2), 0), "extra": {"input_ids": [1.5, 2.0, 3.0]}}),
@@ -618,7 +659,7 @@ def case_missing_token_field():
 def case_float_tokens():
     return Case(
         name="test_rejects_float_tokens",
-        clauses=("ctb-input-errors",),
+        clauses=("ctb-input-errors", "ctb-input-errors.4"),
         description="a float token tensor raises TypeError naming the field",
         function="convert_text_batch",
         inputs=rows({"row": Row((1, 2, 3), (0, 1, 2), 0), "extra": {"input_ids": torch.tensor([1.5, 2.0, 3.0])}}),
@@ -630,24 +671,28 @@ UNPACKED = rows(Row((5, 6, 7), None, None), Row((8, 9), None, None))
 
 
 def case_unpacked_errors():
+    # (name, options, error type, facts, the [unpacked-errors] item); length_below_2 is item 2 with
+    # item 5 beside it (see case_example_e_variants)
     bad = [
-        ("length_not_int", {"pad_to_length": 6.0, "pad_token_id": 0}, "TypeError", ("pad_to_length",)),
-        ("length_below_2", {"pad_to_length": 1, "pad_token_id": 0}, "ValueError", ("pad_to_length",)),
-        ("pad_id_missing", {"pad_to_length": 6}, "ValueError", ("pad_token_id",)),
-        ("pad_id_not_int", {"pad_to_length": 6, "pad_token_id": "0"}, "TypeError", ("pad_token_id",)),
-        ("record_too_long", {"pad_to_length": 2, "pad_token_id": 0}, "ValueError", (0, 3, 2, "pad_to_length")),
+        ("length_not_int", {"pad_to_length": 6.0, "pad_token_id": 0}, "TypeError", ("pad_to_length",), 1),
+        ("length_bool", {"pad_to_length": True, "pad_token_id": 0}, "TypeError", ("pad_to_length",), 1),
+        ("length_below_2", {"pad_to_length": 1, "pad_token_id": 0}, "ValueError", ("pad_to_length",), 2),
+        ("pad_id_missing", {"pad_to_length": 6}, "ValueError", ("pad_token_id",), 3),
+        ("pad_id_not_int", {"pad_to_length": 6, "pad_token_id": "0"}, "TypeError", ("pad_token_id",), 4),
+        ("pad_id_bool", {"pad_to_length": 6, "pad_token_id": False}, "TypeError", ("pad_token_id",), 4),
+        ("record_too_long", {"pad_to_length": 2, "pad_token_id": 0}, "ValueError", (0, 3, 2, "pad_to_length"), 5),
     ]
     return [
         Case(
             name=f"test_unpacked_rejects_{n}",
-            clauses=("unpacked-errors",),
+            clauses=("unpacked-errors", f"unpacked-errors.{item}"),
             description=f"unpacked: {n}",
             function="convert_text_batch",
             inputs=UNPACKED,
             options=o,
             error=(k, w),
         )
-        for n, o, k, w in bad
+        for n, o, k, w, item in bad
     ]
 
 
@@ -665,26 +710,27 @@ def case_pad_token_only():
 
 
 def case_option_type_errors():
+    # (name, options, facts, the [ctb-option-types] item)
     bad = [
-        ("ignore_index_float", {"ignore_index": -100.5}, ("ignore_index",)),
-        ("ignore_index_none", {"ignore_index": None}, ("ignore_index",)),
-        ("ignore_index_bool", {"ignore_index": True}, ("ignore_index",)),
-        ("mask_segment_starts_str", {"mask_segment_starts": "no"}, ("mask_segment_starts",)),
-        ("mask_segment_starts_int", {"mask_segment_starts": 1}, ("mask_segment_starts",)),
-        ("xdoc_str", {"xdoc": "no"}, ("allow_cross_document_attention",)),
-        ("xdoc_none", {"xdoc": None}, ("allow_cross_document_attention",)),
+        ("ignore_index_float", {"ignore_index": -100.5}, ("ignore_index",), 1),
+        ("ignore_index_none", {"ignore_index": None}, ("ignore_index",), 1),
+        ("ignore_index_bool", {"ignore_index": True}, ("ignore_index",), 1),
+        ("mask_segment_starts_str", {"mask_segment_starts": "no"}, ("mask_segment_starts",), 2),
+        ("mask_segment_starts_int", {"mask_segment_starts": 1}, ("mask_segment_starts",), 2),
+        ("xdoc_str", {"xdoc": "no"}, ("allow_cross_document_attention",), 3),
+        ("xdoc_none", {"xdoc": None}, ("allow_cross_document_attention",), 3),
     ]
     return [
         Case(
             name=f"test_rejects_option_{n}",
-            clauses=("ctb-option-types",),
+            clauses=("ctb-option-types", f"ctb-option-types.{item}"),
             description=f"a mistyped option raises TypeError naming it: {o}",
             function="convert_text_batch",
             inputs=EXAMPLE_ROWS,
             options=o,
             error=("TypeError", w),
         )
-        for n, o, w in bad
+        for n, o, w, item in bad
     ]
 
 

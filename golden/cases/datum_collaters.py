@@ -274,7 +274,7 @@ def case_field_reports():
         ),
         collate(
             "f12_packed_empty_datum_raises",
-            ["collate-errors", "collate-packed"],
+            ["collate-errors", "collate-errors.2", "collate-packed"],
             "F12: packing an empty Datum raises",
             f12,
             error=("ValueError", ()),
@@ -465,10 +465,19 @@ def case_field_reports():
 
 def case_errors():
     return [
-        collate("no_datum", ["collate-errors"], "no datum", [], error=("ValueError", ())),
-        collate("no_datum_packed", ["collate-errors"], "no datum, packed", [], error=("ValueError", ()), packed=True),
+        collate("no_datum", ["collate-errors", "collate-errors.1"], "no datum", [], error=("ValueError", ())),
+        collate(
+            "no_datum_packed",
+            ["collate-errors", "collate-errors.1"],
+            "no datum, packed",
+            [],
+            error=("ValueError", ()),
+            packed=True,
+        ),
         collate(
             "padded_targets_on_datum0_only",
+            # item 2's KeyError needs a later datum without target_tokens, whose key set then differs
+            # (item 3): an order case, cited by its clause only
             ["collate-errors"],
             "A9: KeyError('labels') in padded mode",
             [D([1, 2], target_tokens=[2, 3]), D([4, 5, 6])],
@@ -476,7 +485,7 @@ def case_errors():
         ),
         collate(
             "mixed_targets_packed",
-            ["collate-errors"],
+            ["collate-errors", "collate-errors.3"],
             "A9: mixed targets in packed mode",
             [D([4, 5, 6]), D([1, 2], target_tokens=[2, 3])],
             error=("ValueError", ("loss_fn_inputs",)),
@@ -484,14 +493,14 @@ def case_errors():
         ),
         collate(
             "mixed_targets_later_datum_has_them",
-            ["collate-errors"],
+            ["collate-errors", "collate-errors.3"],
             "A9: padded, a later datum has target_tokens and datum 0 not: the same-keys check's ValueError",
             [D([4, 5, 6]), D([1, 2], target_tokens=[2, 3])],
             error=("ValueError", ("loss_fn_inputs",)),
         ),
         collate(
             "mixed_targets_packed_first_has_them",
-            ["collate-errors"],
+            ["collate-errors", "collate-errors.3"],
             "A9: packed, datum 0 has target_tokens and a later one not: ValueError naming loss_fn_inputs",
             [D([1, 2], target_tokens=[2, 3]), D([4, 5, 6])],
             error=("ValueError", ("loss_fn_inputs",)),
@@ -499,14 +508,14 @@ def case_errors():
         ),
         collate(
             "different_side_input_keys",
-            ["collate-errors"],
+            ["collate-errors", "collate-errors.3"],
             "different key sets",
             [D([1, 2], target_tokens=[2, 3], weights=[1, 1]), D([4, 5], target_tokens=[5, 6], logprobs=[-1.0, -2.0])],
             error=("ValueError", ("loss_fn_inputs",)),
         ),
         collate(
             "different_side_input_keys_packed",
-            ["collate-errors"],
+            ["collate-errors", "collate-errors.3"],
             "different key sets, packed",
             [D([1, 2], target_tokens=[2, 3], weights=[1, 1]), D([4, 5], target_tokens=[5, 6], logprobs=[-1.0, -2.0])],
             error=("ValueError", ("loss_fn_inputs",)),
@@ -514,7 +523,7 @@ def case_errors():
         ),
         collate(
             "packed_wrong_length_targets",
-            ["collate-errors"],
+            ["collate-errors", "collate-errors.2"],
             "packed: targets of the wrong length",
             [D([1, 2, 3], target_tokens=[2, 3]), D([4], target_tokens=[5])],
             error=("ValueError", (2, 3)),
@@ -522,14 +531,14 @@ def case_errors():
         ),
         collate(
             "weights_do_not_broadcast",
-            ["collate-errors"],
+            ["collate-errors", "collate-errors.2"],
             "weights that do not broadcast",
             [D([1, 2, 3], target_tokens=[2, 3, 4], weights=[1, 0])],
             error=("RuntimeError", ()),
         ),
         collate(
             "weights_do_not_broadcast_packed",
-            ["collate-errors"],
+            ["collate-errors", "collate-errors.2"],
             "weights that do not broadcast, packed",
             [D([1, 2, 3], target_tokens=[2, 3, 4], weights=[1, 0])],
             error=("RuntimeError", ()),
@@ -799,7 +808,7 @@ def case_collaters():
     cases = [
         Case(
             name="test_pack_features_rejects_empty_list",
-            clauses=("pack-errors",),
+            clauses=("pack-errors", "pack-errors.1"),
             description="no feature",
             function="pack_features_for_thd",
             inputs={"features": []},
@@ -807,7 +816,7 @@ def case_collaters():
         ),
         Case(
             name="test_pack_features_rejects_empty_input_ids",
-            clauses=("pack-errors",),
+            clauses=("pack-errors", "pack-errors.2"),
             description="empty input_ids",
             function="pack_features_for_thd",
             inputs={"features": [{"input_ids": []}]},
@@ -815,7 +824,7 @@ def case_collaters():
         ),
         Case(
             name="test_pack_features_rejects_label_length",
-            clauses=("pack-errors",),
+            clauses=("pack-errors", "pack-errors.3"),
             description="labels length",
             function="pack_features_for_thd",
             inputs={"features": [{"input_ids": [1, 2, 3], "labels": [2, 3]}]},
@@ -1382,25 +1391,28 @@ def case_pack_features():
     cases += [
         Case(
             name=f"test_pack_features_rejects_{name}",
-            clauses=("pack-errors",),
+            clauses=("pack-errors", f"pack-errors.{item}"),
             description=what,
             function="pack_features_for_thd",
             inputs={"features": features},
             error=("ValueError", facts),
         )
-        for name, features, facts, what in (
+        # (name, features, facts, description, the [pack-errors] item)
+        for name, features, facts, what, item in (
             (
                 "an_empty_second_sequence",
                 [{"input_ids": [1, 2]}, {"input_ids": []}],
                 (),
                 "an empty sequence after a good one",
+                2,
             ),
-            ("short_labels", [{"input_ids": [1, 2], "labels": [1]}], (1, 2), "labels of length 1 on 2 tokens"),
+            ("short_labels", [{"input_ids": [1, 2], "labels": [1]}], (1, 2), "labels of length 1 on 2 tokens", 3),
             (
                 "long_labels",
                 [{"input_ids": [1]}, {"input_ids": [1, 2, 3], "labels": [1, 2, 3, 4]}],
                 (4, 3),
                 "labels of length 4 on 3 tokens",
+                3,
             ),
         )
     ]

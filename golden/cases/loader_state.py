@@ -632,7 +632,14 @@ def case_fingerprint_of_a_fixed_pipeline():
     script = ["new:P", "next", "state"]
     return Case(
         name="test_state_fingerprint_of_a_fixed_pipeline",
-        clauses=("state-fingerprint-canonical", "state-fingerprint", "state-envelope"),
+        # items 2 (pack_flat) and 3 (batch): the stages of this pipeline
+        clauses=(
+            "state-fingerprint-canonical",
+            "state-fingerprint-canonical.2",
+            "state-fingerprint-canonical.3",
+            "state-fingerprint",
+            "state-envelope",
+        ),
         description="the envelope of a pipeline of one-token rows, pack_flat(8, algorithm='first_fit', num_bins=4, "
         "pad_token_id=0), batch(2) (inline runner, no prefetch) holds the fingerprint sha256("
         f"{FIXED_CANONICAL_JSON}) = {FIXED_FINGERPRINT}: the fetch stage of the work source and "
