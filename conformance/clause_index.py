@@ -6,6 +6,11 @@ conformance tests that cite it (``@pytest.mark.clause``) and the golden cases th
 ``--check`` exits non-zero when the committed page is stale. ``tests/test_clause_index.py``
 runs the check and the lint below.
 
+``item_citations`` goes one level down: for every enumerated item of a list clause
+(``spec_clause_items``), the checks that cite that item (``"ctb-input-errors.3"``) by name:
+conformance tests (``path::test``) and golden cases (``golden:<case>``); ``uncovered_items``
+lists the items no check cites (``tests/test_clause_items.py`` requires none).
+
 The lint (``citation_problems``, ``tag_problems``) finds what makes a clause hard to follow:
 a wildcard (``[xdoc-*]``) or an unknown clause id in ``reference/``, ``conformance/`` or
 ``golden/cases/``; an assert tag (``clause="…"`` or ``[id: …]``) inside a test that does not
@@ -22,20 +27,26 @@ import io
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
-from batchspec.conformance.spec import SPEC_PATH, spec_clauses, split_citation
+from batchspec.conformance.spec import SPEC_PATH, spec_clause_items, spec_clauses, split_citation
 
 __all__ = [
     "INDEX_PATH",
+    "check_citations",
     "citation_problems",
     "cited_ids",
+    "collected_citations",
     "conformance_citations",
+    "golden_case_citations",
     "golden_citations",
+    "item_citations",
     "lint",
     "reference_citations",
     "render",
     "tag_problems",
+    "uncovered_items",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,9 +200,25 @@ def reference_citations(root: Path = ROOT) -> dict[str, set[str]]:
     return index
 
 
+def _by_clause(citations: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """Citation -> names, folded to clause id -> names (an item counts under its clause)."""
+    index: dict[str, set[str]] = defaultdict(set)
+    for citation, names in citations.items():
+        index[split_citation(citation)[0]] |= set(names)
+    return index
+
+
 def conformance_citations(root: Path = ROOT) -> dict[str, set[str]]:
     """Clause id -> ``path::test`` of every conformance test that cites it, read from the
     collected items' marks (parametrised tests once)."""
+    return _by_clause(collected_citations(root))
+
+
+def collected_citations(root: Path = ROOT) -> dict[str, set[str]]:
+    """Citation as written (a clause id, or one item of it: ``"ctb-input-errors.3"``) ->
+    ``path::test`` of every conformance test that cites it, read from the collected items'
+    marks (a parametrised test once, with the marks of all its parameters). One collection of
+    the suite (a few seconds); nothing is run."""
     import pytest
 
     class _Collector:
@@ -203,7 +230,7 @@ def conformance_citations(root: Path = ROOT) -> dict[str, set[str]]:
                 test = item.nodeid.split("[")[0]
                 for mark in item.iter_markers("clause"):
                     for cid in mark.args:
-                        self.index[split_citation(cid)[0]].add(test)
+                        self.index[cid].add(test)
 
     collector = _Collector()
     listing = io.StringIO()
@@ -220,13 +247,57 @@ def conformance_citations(root: Path = ROOT) -> dict[str, set[str]]:
 def golden_citations() -> dict[str, set[str]]:
     """Clause id -> the names of the golden cases that pin it (a case citing one enumerated
     item, ``"ctb-input-errors.3"``, pins its clause)."""
+    return _by_clause(golden_case_citations())
+
+
+def golden_case_citations() -> dict[str, set[str]]:
+    """Citation as written in a case's ``clauses`` -> the names of the golden cases citing it."""
     from batchspec.conformance.goldens import all_cases
 
     index: dict[str, set[str]] = defaultdict(set)
     for case in all_cases():
         for cid in case.clauses:
-            index[split_citation(cid)[0]].add(case.name)
+            index[cid].add(case.name)
     return index
+
+
+# The one test that runs every stored golden case: its marks are the cases' clauses, which
+# the item index names case by case instead.
+GOLDEN_RUNNER = "test_goldens.py::test_golden_case"
+
+
+def check_citations(root: Path = ROOT) -> dict[str, set[str]]:
+    """Citation as written -> the checks that cite it: conformance tests as ``path::test``
+    (the golden runner left out) and golden cases as ``golden:<case>``. Collects the suite once
+    (``collected_citations``); pass the result to ``item_citations``."""
+    index: dict[str, set[str]] = defaultdict(set)
+    for citation, tests in collected_citations(root).items():
+        index[citation] |= {t for t in tests if not t.endswith(GOLDEN_RUNNER)}
+    for citation, cases in golden_case_citations().items():
+        index[citation] |= {f"golden:{case}" for case in cases}
+    return index
+
+
+def item_citations(
+    citations: Mapping[str, set[str]], items: Mapping[str, set[int]] | None = None
+) -> dict[str, dict[int, set[str]]]:
+    """For every clause whose requirement is a numbered list (``items``: clause id -> its item
+    numbers, ``spec_clause_items()`` by default), item number -> the checks citing exactly that
+    item (``citations``: citation -> check names, as ``check_citations`` gives). A check that
+    cites only the clause covers none of its items: each item needs a check of its own."""
+    items = spec_clause_items() if items is None else items
+    return {
+        clause: {number: set(citations.get(f"{clause}.{number}", ())) for number in sorted(numbers)}
+        for clause, numbers in items.items()
+        if numbers
+    }
+
+
+def uncovered_items(index: Mapping[str, Mapping[int, set[str]]]) -> list[str]:
+    """``"clause.N"`` for every item of ``item_citations``'s index that no check cites, in SPEC order."""
+    return [
+        f"{clause}.{number}" for clause, by_item in index.items() for number, checks in by_item.items() if not checks
+    ]
 
 
 def _cell(names: set[str], link) -> str:
