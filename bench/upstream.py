@@ -1,4 +1,7 @@
-"""Import upstream nemo-automodel 0.7.0's ``datum`` and ``utils`` modules with only torch + numpy.
+"""Import upstream nemo-automodel 0.7.0's ``datum``, ``utils`` and ``packing`` modules with only torch + numpy.
+
+Shared by ``bench/``, ``tests/test_upstream_differential.py`` and the ``automodel`` backend
+(``backends/automodel/``).
 
 Install once, without dependencies (so pip never touches torch)::
 
@@ -58,8 +61,10 @@ def _transformers_stub() -> Iterator[None]:
                 sys.modules[name] = module
 
 
-def load_upstream() -> tuple[types.ModuleType, types.ModuleType]:
-    """Upstream's ``(datum, utils)`` modules.
+def load_upstream_modules() -> types.SimpleNamespace:
+    """Upstream's ``datum``, ``utils`` and ``packing`` modules
+    (``nemo_automodel.components.datasets.*``) and its release ``version`` (``"0.7.0"``), as
+    attributes of one namespace.
 
     Raises:
         ImportError: nemo-automodel is missing, or it is not version 0.7.0 (the message says
@@ -74,10 +79,22 @@ def load_upstream() -> tuple[types.ModuleType, types.ModuleType]:
     version = getattr(package, "__version__", "")
     if version.split("+")[0] != UPSTREAM_VERSION:
         raise ImportError(
-            f"nemo-automodel {version} is installed but the differential test pins {UPSTREAM_VERSION}: "
-            f"{INSTALL_COMMAND}"
+            f"nemo-automodel {version} is installed but batchspec pins {UPSTREAM_VERSION}: {INSTALL_COMMAND}"
         )
     with _transformers_stub():
         utils = importlib.import_module("nemo_automodel.components.datasets.utils")
         datum = importlib.import_module("nemo_automodel.components.datasets.datum")
-    return datum, utils
+    packing = importlib.import_module("nemo_automodel.components.datasets.packing")
+    # the release, without the "+<commit>" that nemo_automodel/package_info.py appends from
+    # `git rev-parse` in its own folder (inside a repository's .venv, that repository's commit)
+    return types.SimpleNamespace(datum=datum, utils=utils, packing=packing, version=version.split("+")[0])
+
+
+def load_upstream() -> tuple[types.ModuleType, types.ModuleType]:
+    """Upstream's ``(datum, utils)`` modules (``load_upstream_modules``).
+
+    Raises:
+        ImportError: as ``load_upstream_modules``.
+    """
+    modules = load_upstream_modules()
+    return modules.datum, modules.utils

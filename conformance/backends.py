@@ -2,7 +2,7 @@
 
 A backend is any object (usually a module) that exposes the contract's public names
 (``convert_text_batch``, ``build_packed_sequence_metadata``, ...). It is chosen with
-``pytest conformance --backend=NAME`` where NAME is a built-in name (``reference``, ``vectorized``) or a
+``pytest conformance --backend=NAME`` where NAME is a built-in name (``reference``, ``vectorized``, ``automodel``) or a
 ``module:attribute`` path (``module`` alone means the module itself).
 
 A backend declares the SPEC version it targets in ``BATCHSPEC_SPEC_VERSION`` (e.g. ``"1.0"``);
@@ -68,7 +68,12 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 # built-in name -> import path
-BUILTIN_BACKENDS: dict[str, str] = {"reference": "batchspec.reference", "vectorized": "batchspec.backends.vectorized"}
+# ("automodel": upstream nemo-automodel 0.7.0's own functions, needs `pip install --no-deps nemo-automodel==0.7.0`)
+BUILTIN_BACKENDS: dict[str, str] = {
+    "reference": "batchspec.reference",
+    "vectorized": "batchspec.backends.vectorized",
+    "automodel": "batchspec.backends.automodel",
+}
 # Third-party packages register backends by name in this entry-point group:
 #   [project.entry-points."batchspec.backends"]
 #   mybackend = "mypkg.batchspec_backend:BACKEND"

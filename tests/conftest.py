@@ -1,5 +1,6 @@
 """Fixtures of the project's own tests: the long runs (the whole conformance suite against the
-reference, and against the ``vectorized`` backend; bench/'s smoke run), each run once per session.
+reference, and against the ``vectorized`` and ``automodel`` backends; bench/'s smoke run), each
+run once per session.
 
 Both start in background processes as soon as collection shows a test that needs them, so they
 run on the second core while the other tests run; a fixture waits for its run only when a test
@@ -17,6 +18,14 @@ from _suite import BackgroundRun, SuiteRun
 RUNS = {
     "reference_run": ("conformance", "--backend=reference"),
     "vectorized_run": ("conformance", "--backend=vectorized", "--ignore=conformance/test_multirank.py"),
+    # upstream nemo-automodel 0.7.0's own functions (README, "Upstream through the suite")
+    "automodel_run": (
+        "conformance",
+        "--backend=automodel",
+        "--release",
+        "-q",
+        "--ignore=conformance/test_multirank.py",
+    ),
     # bench/'s smoke run: every workload once, untimed, at the smallest shape (README, "Benchmarks")
     "bench_smoke_run": ("bench", "--backend=vectorized", "--benchmark-disable", "--bench-shapes=8x4096"),
 }
@@ -51,6 +60,13 @@ def reference_run(tmp_path_factory) -> SuiteRun:
 def vectorized_run(tmp_path_factory) -> SuiteRun:
     """The conformance suite against the vectorized backend (multi-rank scenarios left out)."""
     return _run("vectorized_run", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def automodel_run(tmp_path_factory) -> SuiteRun:
+    """The conformance suite against upstream nemo-automodel 0.7.0 (``automodel``; multi-rank
+    scenarios left out: their profile is not declared)."""
+    return _run("automodel_run", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

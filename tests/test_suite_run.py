@@ -217,7 +217,9 @@ def test_a_run_without_backend_is_a_usage_error_that_lists_the_known_backends(tm
     """Silently testing a default backend would let a CI typo pass green."""
     run = run_conformance(tmp_path, "conformance/test_goldens.py")
     assert run.returncode == 4 and not run.testcases, run.output[-2000:]
-    assert "--backend is required" in run.output and "['reference', 'vectorized']" in run.output, run.output[-2000:]
+    assert "--backend is required" in run.output and "['automodel', 'reference', 'vectorized']" in run.output, (
+        run.output[-2000:]
+    )
 
 
 def test_list_backends_prints_names_versions_and_capabilities(tmp_path):

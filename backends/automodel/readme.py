@@ -1,0 +1,141 @@
+"""README's "Upstream through the suite" results, generated from a conformance run of ``automodel``.
+
+``python -m batchspec.backends.automodel.readme REPORT.json [--write README.md | --check README.md]``
+
+``REPORT.json`` is the ``report.json`` that ``pytest conformance --backend=automodel
+--conformance-report=DIR`` writes. The text (a summary line with the status counts, one table
+row per clause the run judged, the clauses not supported and those not run) goes between the
+markers ``<!-- automodel-results -->`` and ``<!-- /automodel-results -->``; a ``FAIL`` row
+gives the Decision from ``EXPECTED_DIFFERENCES`` (``backends/automodel/__init__.py``), linked to
+its anchor in SPEC.md (``SPEC.md#d-6``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from batchspec.backends.automodel import EXPECTED_DIFFERENCES
+from batchspec.conformance.spec import spec_clauses
+from batchspec.conformance.verdict import STATUSES
+
+__all__ = ["BEGIN", "END", "main", "render", "section_of", "unexplained"]
+
+BEGIN = "<!-- automodel-results -->"
+END = "<!-- /automodel-results -->"
+
+
+def unexplained(report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTED_DIFFERENCES) -> str | None:
+    """Why ``report``'s failing clauses are not exactly ``differences``' keys (``None`` when they are)."""
+    failing = {c for c, row in report["clauses"].items() if row["status"] == "FAIL"}
+    if failing == set(differences):
+        return None
+    return (
+        f"clauses failing with no Decision in EXPECTED_DIFFERENCES: {sorted(failing - set(differences))}; "
+        f"EXPECTED_DIFFERENCES entries that do not fail: {sorted(set(differences) - failing)}"
+    )
+
+
+def render(report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTED_DIFFERENCES) -> str:
+    """The results text, markers included, for ``report`` (a parsed ``report.json``).
+
+    Raises:
+        ValueError: the report is not of the ``automodel`` backend, or its failing clauses are
+            not exactly ``differences``' keys (a failure README would not explain).
+    """
+    backend = report["backend"]
+    if backend["name"] != "automodel":
+        raise ValueError(f"the report is of backend {backend['name']!r}, not 'automodel'")
+    problem = unexplained(report, differences)
+    if problem:
+        raise ValueError(problem)
+    clauses = report["clauses"]
+    known = spec_clauses()
+    not_run = sorted(c for c in known if c not in clauses)
+    counts = {s: sum(row["status"] == s for row in clauses.values()) for s in STATUSES}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    suite = report["suite"]
+    lines = [
+        BEGIN,
+        f"batchspec {suite['version']} (SPEC {suite['spec_version']}), backend `automodel` "
+        f"{backend['version']} (capabilities: {', '.join(backend['capabilities'])}), verdict "
+        f"**{report['verdict']['result']}**. Of SPEC's {len(known)} clauses: {summary}"
+        + (f", {len(not_run)} not run." if not_run else "."),
+        "",
+        "| clause | level | status | note |",
+        "|---|---|---|---|",
+    ]
+    unsupported = []
+    for clause in sorted(clauses):
+        row = clauses[clause]
+        if row["status"] == "not supported":
+            unsupported.append(clause)
+            continue
+        why = ""
+        if clause in differences:
+            decision, what = differences[clause]
+            why = f"[{decision}](SPEC.md#{decision.lower()}): {what}"
+        elif row["status"] == "partial" and all(t["outcome"] in ("passed", "not supported") for t in row["tests"]):
+            why = "(passes; its other tests need a profile not declared)"
+        lines.append(f"| [{clause}](SPEC.md#{clause}) | {row['level']} | {row['status']} | {why} |")
+    lines.append("")
+    if unsupported:
+        lines.append(
+            f"Not supported ({len(unsupported)}; their profiles are not declared): "
+            + ", ".join(f"`{c}`" for c in unsupported)
+            + "."
+        )
+    if not_run:
+        lines.append("")
+        lines.append(
+            f"Not run ({len(not_run)}; no test of the run cites them, `conformance/test_multirank.py` is left out): "
+            + ", ".join(f"`{c}`" for c in not_run)
+            + "."
+        )
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def section_of(text: str) -> str:
+    """The results text (markers included) in ``text``, e.g. README.md's.
+
+    Raises:
+        ValueError: ``text`` has no ``BEGIN`` … ``END`` block.
+    """
+    match = re.search(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n", text, re.S)
+    if match is None:
+        raise ValueError(f"no {BEGIN} ... {END} block")
+    return match.group(0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m batchspec.backends.automodel.readme", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("report", type=Path, help="report.json of a `pytest conformance --backend=automodel` run")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", type=Path, metavar="README", help="replace the results block in this file")
+    group.add_argument("--check", type=Path, metavar="README", help="exit 1 when this file's block differs")
+    args = parser.parse_args(argv)
+    text = render(json.loads(args.report.read_text(encoding="utf-8")))
+    target = args.write or args.check
+    if target is None:
+        sys.stdout.write(text)
+        return 0
+    current = target.read_text(encoding="utf-8")
+    old = section_of(current)
+    if args.check:
+        if old != text:
+            sys.stderr.write(f"{target}: the automodel results differ from {args.report}; rerun with --write\n")
+            return 1
+        return 0
+    target.write_text(current.replace(old, text), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
