@@ -66,6 +66,13 @@ settings.register_profile(
 settings.register_profile(
     "batchspec-release", parent=settings.get_profile("batchspec"), derandomize=True, database=None
 )
+# nightly: many more examples per property (BATCHSPEC_HYPOTHESIS_PROFILE=batchspec-nightly), for
+# a scheduled job rather than a release gate; BATCHSPEC_MAX_EXAMPLES still overrides the count
+settings.register_profile(
+    "batchspec-nightly",
+    parent=settings.get_profile("batchspec"),
+    max_examples=int(os.environ.get("BATCHSPEC_MAX_EXAMPLES", "1000")),
+)
 settings.load_profile(os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec"))
 
 

@@ -254,7 +254,8 @@ class DatumCase(NamedTuple):
 def datum_cases(draw, min_len: int = 0) -> DatumCase:
     """1..MAX_DATUMS datums of 0..MAX_DATUM_LEN tokens (min_len at least) with one shared key set.
 
-    ``weights`` is per-token (ints or floats, many zeros) or a scalar for every datum;
+    ``weights`` is per-token (ints or floats, many zeros, some negative) or a scalar for every
+    datum;
     ``logprobs`` is per-token; ``advantages`` is per-token, a length-1 list or a scalar.
     """
     n = draw(st.integers(1, MAX_DATUMS), label="num_datums")
@@ -264,10 +265,11 @@ def datum_cases(draw, min_len: int = 0) -> DatumCase:
     weights_form = draw(st.sampled_from(("none", "int", "float", "scalar")), label="weights")
     has_logprobs = draw(st.booleans(), label="has_logprobs")
     advantages_form = draw(st.sampled_from(("none", "token", "list1", "scalar")), label="advantages")
+    # zeros often (they mask the label), negative weights too (they do not: only == 0 masks)
     weight_values = {
-        "int": st.sampled_from((0, 0, 1, 2)),
-        "float": st.sampled_from((0.0, 0.0, 0.5, 1.0)),
-        "scalar": st.sampled_from((0, 1, 0.0, 0.5)),
+        "int": st.sampled_from((0, 0, 1, 2, -1)),
+        "float": st.sampled_from((0.0, 0.0, 0.5, 1.0, -0.5)),
+        "scalar": st.sampled_from((0, 1, 0.0, 0.5, -1, -0.25)),
     }
     lfi: list[dict[str, Any]] = []
     for t in lengths:
@@ -350,6 +352,41 @@ def expected_collation(case: DatumCase, *, packed: bool) -> dict[str, Any]:
     return out
 
 
+def _weight_ruled(case: DatumCase, packed: bool, width: int) -> torch.Tensor:
+    """bool, the labels' shape: the real tokens whose weight is not positive, where
+    [collate-weights] (``weights == 0`` masks, any other weight keeps the target) decides the
+    label."""
+    rows = []
+    for lfi, ids in zip(case.lfi, case.ids):
+        weights = lfi.get("weights")
+        w = [] if weights is None else weights if isinstance(weights, list) else [weights] * len(ids)
+        rows.append([wi <= 0 for wi in w] if len(w) == len(ids) else [False] * len(ids))
+    if packed:
+        return torch.tensor([[v for row in rows for v in row]], dtype=torch.bool).reshape(1, -1)
+    return torch.tensor([row + [False] * (width - len(row)) for row in rows], dtype=torch.bool).reshape(
+        len(rows), width
+    )
+
+
+def _assert_collation_equal(out, expected: dict, case: DatumCase, *, packed: bool, call: str) -> None:
+    """``out`` holds ``expected``'s keys in order and values, each key blamed on its own clause:
+    a side input on [collate-side-inputs], a label that differs only where a non-positive weight
+    decides it on [collate-weights], anything else on the mode's layout clause
+    ([collate-packed] or [collate-padded])."""
+    __tracebackhide__ = True
+    layout = "collate-packed" if packed else "collate-padded"
+    assert_keys(out, list(expected), clause=layout, call=call)
+    side_inputs = set(case.lfi[0]) - {"target_tokens"}
+    for key, want in expected.items():
+        clause = "collate-side-inputs" if key in side_inputs else layout
+        got = out[key]
+        if key == "labels" and isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype == want.dtype:
+            differ = got != want
+            if bool(differ.any()) and bool(_weight_ruled(case, packed, want.shape[-1])[differ].all()):
+                clause = "collate-weights"
+        assert_batch_equal(out, expected, clause=clause, call=call, keys=[key])
+
+
 def _collate(backend, case: DatumCase, datums, *, packed: bool):
     kwargs: dict[str, Any] = {"packed": packed, "ignore_index": case.ignore_index}
     if case.divisible is not None:
@@ -373,8 +410,7 @@ def test_padded_collation_invariants(backend, data):
     case = data.draw(datum_cases(min_len=0), label="case")
     out, call = _collate(backend, case, case.build(backend), packed=False)
     expected = expected_collation(case, packed=False)
-    assert_keys(out, list(expected), clause="collate-padded", call=call)
-    assert_batch_equal(out, expected, clause="collate-padded", call=call)
+    _assert_collation_equal(out, expected, case, packed=False, call=call)
     # padding_mask is attention_mask == 0, and False on every real token whatever its value.
     assert_tensor_equal(
         "padding_mask", out["padding_mask"], out["attention_mask"] == 0, clause="collate-padding-by-position", call=call
@@ -395,8 +431,7 @@ def test_packed_collation_invariants(backend, data):
     case = data.draw(datum_cases(min_len=1), label="case")
     out, call = _collate(backend, case, case.build(backend), packed=True)
     expected = expected_collation(case, packed=True)
-    assert_keys(out, list(expected), clause="collate-packed", call=call)
-    assert_batch_equal(out, expected, clause="collate-packed", call=call)
+    _assert_collation_equal(out, expected, case, packed=True, call=call)
 
 
 @pytest.mark.clause("collate-weights")

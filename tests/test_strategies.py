@@ -98,7 +98,7 @@ def check_row(row: Row, length: int) -> Counter:
     described = f"row {row}"
     assert isinstance(row, Row), described
     assert len(row.tokens) == length, described
-    assert all(0 <= t <= cs.MAX_TOKEN_ID for t in row.tokens), described
+    assert all(0 <= t <= cs.MAX_TOKEN_ID or t in cs.EDGE_TOKEN_IDS for t in row.tokens), described
     padding = row.padding_length
     if padding is None:
         # "when there is no padding, with padding_length=None"
@@ -130,6 +130,9 @@ def check_row(row: Row, length: int) -> Counter:
     kinds["real token equal to the pad id"] += cs.PAD_TOKEN_ID in row.tokens[:real]
     kinds["real token equal to an ignore_index"] += any(t in cs.IGNORE_INDICES for t in row.tokens[:real] if t)
     kinds["pack_flat form"] += row.positions is not None and row.padding_length is not None
+    kinds["a token at the int64 edge"] += any(t in (2**63 - 1, -(2**63)) for t in row.tokens[:real])
+    kinds["a token beyond int32"] += any(abs(t) >= 2**31 for t in row.tokens[:real])
+    kinds["a document that ends the row"] += padding == 0 and len(documents) > 1
     return kinds
 
 
@@ -144,6 +147,9 @@ ROW_KINDS = [  # drawn within a few hundred rows
     "real token equal to the pad id",
     "real token equal to an ignore_index",
     "pack_flat form",
+    "a token at the int64 edge",
+    "a token beyond int32",
+    "a document that ends the row",
 ]
 
 
@@ -194,6 +200,8 @@ def test_packed_batches_have_one_length_and_in_contract_options():
     claimed = [
         *ROW_KINDS,
         "B=1",
+        "B=5",
+        "B=9",
         f"B={cs.MAX_BATCH}",
         "L=2",
         *(f"ignore_index={i}" for i in cs.IGNORE_INDICES),

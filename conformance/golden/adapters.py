@@ -62,6 +62,7 @@ class Adapter:
     option_capabilities: tuple[OptionCapability, ...] = ()  # needed with some options, in this order
     ordered_keys: bool = False  # the output's key order is part of the contract
     frozen_tensors: bool = False  # report input tensors the call modified in place
+    no_mutation: tuple[str, ...] = ()  # the clauses a modified input breaks (else the case's no-mutation clauses)
 
     def capabilities_for(self, options: Mapping[str, Any]) -> tuple[str, ...]:
         return self.capabilities + tuple(c.capability for c in self.option_capabilities if c.needed(options))
@@ -194,19 +195,42 @@ def _pack_features_for_thd(impl, inputs, o):
 ADAPTERS: dict[str, Adapter] = {
     a.function: a
     for a in (
-        Adapter("convert_text_batch", _convert_text_batch, ("convert_text_batch",), (THD, XDOC, UNPACKED)),
+        Adapter(
+            "convert_text_batch",
+            _convert_text_batch,
+            ("convert_text_batch",),
+            (THD, XDOC, UNPACKED),
+            no_mutation=("ctb-no-mutation",),
+        ),
         Adapter("ZephonDataLoader", run_loader, ("zephon_loader", "convert_text_batch"), (THD,)),
         Adapter("ZephonDataLoader.state", _state, ("zephon_loader", "zephon_state")),
         Adapter("build_packed_sequence_metadata", _packed_metadata, ("packed_metadata",), frozen_tensors=True),
         Adapter("get_unpad_data", _unpad_data, ("unpad_data",), frozen_tensors=True),
-        Adapter("adapt_model_inputs", _adapt_model_inputs, ("adapt_model_inputs",), frozen_tensors=True),
-        Adapter("enable_xdoc_attention", _enable_xdoc_attention, ("xdoc",), frozen_tensors=True),
+        Adapter(
+            "adapt_model_inputs",
+            _adapt_model_inputs,
+            ("adapt_model_inputs",),
+            frozen_tensors=True,
+            no_mutation=("adapt-no-mutation",),
+        ),
+        Adapter(
+            "enable_xdoc_attention",
+            _enable_xdoc_attention,
+            ("xdoc",),
+            frozen_tensors=True,
+            no_mutation=("xdoc-untouched",),
+        ),
         Adapter("convert_batch_output", _convert_batch_output, ("convert_batch_output",), frozen_tensors=True),
-        Adapter("require_supported_packing_contract", _require_supported_packing_contract, ("contract_types",)),
+        Adapter(
+            "require_supported_packing_contract",
+            _require_supported_packing_contract,
+            ("contract_types",),
+            no_mutation=("contract-validation",),
+        ),
         Adapter("DEFAULT_PACKED_SEQUENCE_CONTRACT", _default_contract, ("contract_types",)),
         Adapter("Datum", _datum, ("datum",)),
-        Adapter("Datum.to_features", _to_features, ("datum",), ordered_keys=True),
-        Adapter("collate_datums", _collate_datums, ("datum",), ordered_keys=True),
+        Adapter("Datum.to_features", _to_features, ("datum",), ordered_keys=True, no_mutation=("datum-to-features",)),
+        Adapter("collate_datums", _collate_datums, ("datum",), ordered_keys=True, no_mutation=("collate-no-mutation",)),
         Adapter("default_collater", _default_collater, ("collaters",), ordered_keys=True),
         Adapter("packed_sequence_thd_collater", _packed_sequence_thd_collater, ("collaters",), ordered_keys=True),
         Adapter("pack_features_for_thd", _pack_features_for_thd, ("collaters",), ordered_keys=True),

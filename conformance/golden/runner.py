@@ -3,9 +3,11 @@ the suite's own asserts (conformance/helpers/asserts.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from batchspec.conformance.golden.adapters import adapter, call
+from batchspec.conformance.golden.blame import KEY_SET_CLAUSES, blame, default_collater_blame
 from batchspec.conformance.golden.errors import error_from_record
 from batchspec.conformance.golden.store import StoredCase
 from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises, check
@@ -16,10 +18,9 @@ from batchspec.conformance.helpers.literals import IGNORE_INDEX
 __all__ = ["run_stored_case"]
 
 
-def _label_targets(case: StoredCase):
-    """The label targets of a ``convert_text_batch`` case's rows, as the call pads them."""
-    options = case.record["options"]
-    rows = [Row(tuple(r["tokens"]), r.get("positions"), r.get("padding_length")) for r in case.inputs["rows"]]
+def _label_targets(rows_spec, options):
+    """The label targets of ``convert_text_batch`` rows (a case's stored rows), as the call pads them."""
+    rows = [Row(tuple(r["tokens"]), r.get("positions"), r.get("padding_length")) for r in rows_spec]
     return label_targets(
         rows,
         options.get("ignore_index", IGNORE_INDEX),
@@ -28,14 +29,86 @@ def _label_targets(case: StoredCase):
     )
 
 
+def _conditions(options) -> set[str]:
+    """The conditional clauses of SPEC's field table that apply to a call with ``options``."""
+    conditions = {"xdoc"} if options.get("xdoc") else set()
+    return conditions | ({"unpacked"} if options.get("pad_to_length") is not None else set())
+
+
+def _assert_output_equal(case: StoredCase, output: Any, clause: str, call_text: str) -> None:
+    """A mapping output key by key, each key blamed on its own clauses (``blame``); any other
+    output on the case's clauses."""
+    __tracebackhide__ = True
+    expected = case.expected
+    if not (isinstance(expected, Mapping) and isinstance(output, Mapping)):
+        assert_equal(output, expected, clause=clause, call=call_text)
+        return
+    key_set = ",".join(KEY_SET_CLAUSES.get(case.function, case.clauses))
+    for key, want in expected.items():
+        if key not in output:
+            assert_equal(output, {key: want}, clause=key_set, call=call_text)  # raises, naming the key
+        got = output[key]
+        if case.function == "default_collater" and key != "padding_mask":
+            blamed = default_collater_blame(key, got, want, case.inputs["batch"])
+        else:
+            blamed = blame(case.function, key, got, want, case.clauses, case.inputs)
+        assert_equal(got, want, clause=",".join(blamed), call=call_text, path=key)
+
+
+def _assert_loader_output(case: StoredCase, output: Any, clause: str, call_text: str) -> None:
+    """A loader scenario: what the loader did with the stream (outcome kinds, pipeline counts)
+    on the case's clauses first; then each converted batch field by field, blamed on the
+    field's clauses (``assert_training_batch_equal``), with the label targets of the stream's
+    batch it converts."""
+    __tracebackhide__ = True
+    expected = case.expected
+    if not (isinstance(output, Mapping) and isinstance(expected, Mapping)):
+        assert_equal(output, expected, clause=clause, call=call_text)
+        return
+
+    def shape_of(outcome: Any) -> Any:
+        return "batch" if isinstance(outcome, Mapping) and "input_ids" in outcome else outcome
+
+    wanted_outcomes = expected.get("outcomes", [])
+    got_outcomes = output.get("outcomes")
+    if not isinstance(got_outcomes, (list, tuple)):
+        assert_equal(output, expected, clause=clause, call=call_text)
+        return
+    assert_equal(
+        [shape_of(o) for o in got_outcomes],
+        [shape_of(o) for o in wanted_outcomes],
+        clause=clause,
+        call=call_text,
+        path="outcomes (each converted batch shown as 'batch')",
+    )
+    assert_equal(output, {k: v for k, v in expected.items() if k != "outcomes"}, clause=clause, call=call_text)
+    options = case.record["options"]
+    converted = 0
+    for step, (got, want) in enumerate(zip(got_outcomes or [], wanted_outcomes)):
+        if shape_of(want) != "batch":
+            assert_equal(got, want, clause=clause, call=call_text, path=f"outcomes[{step}]")
+            continue
+        assert_training_batch_equal(
+            got,
+            want,
+            clause=clause,
+            call=f"{call_text}, batch {converted} (outcome {step})",
+            targets=_label_targets(case.inputs["batches"][converted], options),
+            partial=True,  # a scenario stores the fields it pins
+            conditions=_conditions(options),
+        )
+        converted += 1
+
+
 def run_stored_case(impl: Any, case: StoredCase) -> None:
     """Run one stored case against ``impl`` (the backend fixture); raise ``ClauseFailure`` (an
     ``AssertionError``) with a message naming the case, the clause and the first mismatches.
 
-    A ``convert_text_batch`` output is compared field by field and blamed on the clauses of
-    the first field that differs (``conformance/helpers/fields.py``), its key set on
-    [tb-keys]; a modified input on the case's no-mutation clause; anything else on the case's
-    clauses."""
+    A ``convert_text_batch`` output, and each batch a loader scenario converts, is compared
+    field by field and blamed on the clauses of the first field that differs
+    (``conformance/helpers/fields.py``), its key set on [tb-keys]; any other mapping output key
+    by key, blamed on that key's clauses (``conformance/golden/blame.py``); a modified input on
+    the function's no-mutation clause; anything else on the case's clauses."""
     __tracebackhide__ = True
     record = case.record
     clause = ",".join(case.clauses)
@@ -47,24 +120,25 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
         )
         return
     output, mutated = call(impl, case.function, case.inputs, record["options"])
-    no_mutation = [c for c in case.clauses if c.endswith("no-mutation")] or list(case.clauses)
+    spec = adapter(case.function)
+    no_mutation = list(spec.no_mutation) or [c for c in case.clauses if c.endswith("no-mutation")] or list(case.clauses)
     check(not mutated, f"inputs modified: {mutated} [{', '.join(no_mutation)}: {call_text}]", clause=no_mutation)
     batch = case.function == "convert_text_batch"
     if record["keys"] is not None:
-        ordered = adapter(case.function).ordered_keys
-        assert_keys(output, record["keys"], clause="tb-keys" if batch else clause, call=call_text, ordered=ordered)
+        key_set = "tb-keys" if batch else ",".join(KEY_SET_CLAUSES.get(case.function, case.clauses))
+        assert_keys(output, record["keys"], clause=key_set, call=call_text, ordered=spec.ordered_keys)
+    options = record["options"]
     if batch:
-        options = record["options"]
-        conditions = {"xdoc"} if options.get("xdoc") else set()
-        conditions |= {"unpacked"} if options.get("pad_to_length") is not None else set()
         assert_training_batch_equal(
             output,
             case.expected,
             clause=clause,
             call=call_text,
-            targets=_label_targets(case),
+            targets=_label_targets(case.inputs["rows"], options),
             partial=True,
-            conditions=conditions,
+            conditions=_conditions(options),
         )
+    elif case.function == "ZephonDataLoader":
+        _assert_loader_output(case, output, clause, call_text)
     else:
-        assert_equal(output, case.expected, clause=clause, call=call_text)
+        _assert_output_equal(case, output, clause, call_text)

@@ -20,11 +20,20 @@ from typing import Any
 
 import torch
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, summary
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal, summary
 from batchspec.conformance.helpers.inputs import Row, row_positions
 from batchspec.conformance.spec import spec_field_clauses, split_citation
 
-__all__ = ["LabelTargets", "assert_training_batch_equal", "field_clauses", "label_clauses", "label_targets"]
+__all__ = [
+    "FIELD_ORDER",
+    "SPAN_SHAPED",
+    "LabelTargets",
+    "assert_field_equal",
+    "assert_training_batch_equal",
+    "field_clauses",
+    "label_clauses",
+    "label_targets",
+]
 
 
 @cache
@@ -47,6 +56,60 @@ def field_clauses(
     applicable = [clause for clause, only in rules.items() if only is None or only in active]
     narrowed = [clause for clause in applicable if clause in set(cited)]
     return tuple(narrowed or applicable)
+
+
+# The order fields are compared in: a field before those SPEC derives from it, so that a bug in
+# one field is blamed on that field, not on a later one built from it (padding from
+# padding_length, document ids from positions and padding, labels and attention ids from them,
+# xdoc positions from document ids, the route's keys from the attention ids).
+FIELD_ORDER = (
+    "input_ids",
+    "padding_mask",
+    "document_ids",
+    "labels",
+    "position_ids",
+    "attention_document_ids",
+    "_packed_seq_ids",
+    "attention_mask",
+    "packed_token_indices",
+    "cu_seqlens",
+    "max_seqlen",
+    "seq_lens",
+    "seq_lens_padded",
+    "qkv_format",
+)
+# Fields whose shape is not [B, S] (or [B, 1, S, S]): their width counts ids or spans, so a
+# shape that differs is a value their own clause defines, not [tb-shapes].
+SPAN_SHAPED = ("cu_seqlens", "seq_lens", "seq_lens_padded")
+
+
+def _ordered(keys: Iterable[str]) -> list[str]:
+    """``keys`` in ``FIELD_ORDER`` (keys it does not list last, as given)."""
+    rank = {key: i for i, key in enumerate(FIELD_ORDER)}
+    return sorted(keys, key=lambda key: rank.get(key, len(FIELD_ORDER)))
+
+
+def assert_field_equal(
+    key: str,
+    actual: Any,
+    expected: Any,
+    *,
+    clause: str,
+    call: str,
+    name: str | None = None,
+    conditions: Iterable[str] = (),
+) -> None:
+    """Field ``key`` of a batch (or a slice of it, shown as ``name``) equals ``expected``
+    exactly, dtype included, blamed on the field's clauses (``field_clauses``) narrowed to the
+    test's ``clause`` ids; a key the table does not list is blamed on ``clause``.
+
+    Raises:
+        ClauseFailure: naming ``name``, the call, the expected and the actual value.
+    """
+    __tracebackhide__ = True
+    cited = [split_citation(c.strip())[0] for c in clause.split(",") if c.strip()]
+    blamed = field_clauses(key, expected, cited, conditions) or tuple(cited)
+    assert_tensor_equal(name or key, actual, expected, clause=", ".join(blamed), call=call)
 
 
 @dataclass(frozen=True)
@@ -142,19 +205,19 @@ def assert_training_batch_equal(
     ):
         shown = sorted(actual) if isinstance(actual, Mapping) else summary(actual)
         raise ClauseFailure(f"keys {shown}, but should be {sorted(expected)} [tb-keys: {call}]", "tb-keys")
-    for key, want in expected.items():
-        got = actual[key]
+    for key in _ordered(expected):
+        want, got = expected[key], actual[key]
         if isinstance(want, torch.Tensor):
             if not isinstance(got, torch.Tensor) or got.dtype != want.dtype:
                 raise ClauseFailure(
                     f"{key}: {summary(got)}, but should be {summary(want)} [tb-dtypes: {call}]", "tb-dtypes"
                 )
-            if got.shape != want.shape:
+            if got.shape != want.shape and key not in SPAN_SHAPED:
                 raise ClauseFailure(
                     f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} [tb-shapes: {call}]",
                     "tb-shapes",
                 )
-            if torch.equal(got, want):
+            if got.shape == want.shape and torch.equal(got, want):
                 continue
         elif type(got) is not type(want):
             raise ClauseFailure(

@@ -74,7 +74,10 @@ def corpus_pipeline(
 class RecordingPipeline:
     """A stand-in pipeline over a list of ``SampleBatch``es that records how a loader drives
     it: ``iter()`` calls, batches handed out (``taken``) and how often its stream was closed.
-    With ``fail_at``, the stream raises ``failure`` instead of yielding that batch."""
+    With ``fail_at``, the stream raises ``failure`` instead of yielding that batch. It keeps a
+    reference to every stream it hands out (``streams``), as a pipeline that tracks its workers
+    does, so a stream is closed only when the loader closes it [loader-close], never by the
+    garbage collector when the loader merely drops it."""
 
     def __init__(self, batches: list, fail_at: int | None = None, failure: BaseException | None = None):
         self.batches = list(batches)
@@ -83,10 +86,12 @@ class RecordingPipeline:
         self.iter_calls = 0
         self.closed = 0
         self.taken = 0
+        self.streams: list = []
 
     def __iter__(self):
         self.iter_calls += 1
-        return self._stream()
+        self.streams.append(self._stream())
+        return self.streams[-1]
 
     def _stream(self):
         try:

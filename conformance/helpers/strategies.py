@@ -3,7 +3,8 @@
 Every strategy builds inputs the way Zephon 0.2.0 emits them (``batchspec.conformance.helpers.inputs``) and
 never asserts. Sizes are capped by module constants that environment variables override:
 
-* ``BATCHSPEC_MAX_BATCH`` (default 4): the most rows in a drawn batch or mask;
+* ``BATCHSPEC_MAX_BATCH`` (default 16): the most rows in a drawn batch or mask (a backend
+  that mishandles row 5 or row 9 must meet such a batch);
 * ``BATCHSPEC_MAX_LEN`` (default 33): the longest unshifted row L (so S = L - 1 <= 32), and
   the longest ``[B, S]`` id mask.
 
@@ -27,6 +28,7 @@ __all__ = [
     "IGNORE_INDICES",
     "MAX_BATCH",
     "MAX_LEN",
+    "EDGE_TOKEN_IDS",
     "MAX_TOKEN_ID",
     "PAD_TOKEN_ID",
     "PackedBatch",
@@ -37,11 +39,14 @@ __all__ = [
     "packed_rows",
 ]
 
-MAX_BATCH: int = int(os.environ.get("BATCHSPEC_MAX_BATCH", "4"))
+MAX_BATCH: int = int(os.environ.get("BATCHSPEC_MAX_BATCH", "16"))
 MAX_LEN: int = int(os.environ.get("BATCHSPEC_MAX_LEN", "33"))
 # Token ids 0..50: small enough that real tokens often equal the pad id (0) and the
 # ignore_index values 0 and 7 below, which is where "by position, never by value" matters.
 MAX_TOKEN_ID: int = 50
+# Token ids at the edges of int64 [ctb-input-errors] allows (a token is any int64): a backend
+# that narrows tokens to int32, or overflows on them, must meet them. Drawn rarely.
+EDGE_TOKEN_IDS: tuple[int, ...] = (2**31, 2**32 + 5, 2**63 - 1, -(2**63))
 PAD_TOKEN_ID: int = 0
 # [ctb-ignore-index] any int: upstream's -100, common alternatives, and values that are also
 # real token ids (0, 7) so that a masked label and a kept label can hold the same value.
@@ -77,16 +82,21 @@ def document_lengths(draw: st.DrawFn, total: int | None = None) -> list[int]:
 def packed_rows(draw: st.DrawFn, length: int) -> Row:
     """One unshifted packed row of exactly ``length`` (>= 2) tokens, as ``pack_flat`` emits it.
 
-    ``padding`` is 0..length-1 trailing pad tokens (at least one real token remains); the
+    ``padding`` is 0..length-1 trailing pad tokens (at least one real token remains; both
+    edges are drawn often); the
     real tokens are split into documents by ``document_lengths`` and hold ids 0..MAX_TOKEN_ID,
-    so a real token may equal the pad id. Rarely the row is written as an unpacked record
+    so a real token may equal the pad id, and rarely one of ``EDGE_TOKEN_IDS``. Rarely the row is written as an unpacked record
     would be: without ``positions`` (one document: positions 0..L-n-1, then the pad tail's
     0..n-1 [ctb-positions]) or, when there is no padding, with ``padding_length=None`` (D-2).
     """
     assert length >= 2  # sanity check
-    padding = draw(st.integers(0, length - 1), label="padding")
+    # any padding [ctb-input-errors] item 12 allows, its two edges often: none (a document ends
+    # the row) and L - 1 (one real token)
+    padding = draw(st.one_of(st.integers(0, length - 1), st.sampled_from((0, length - 1))), label="padding")
     lengths = draw(document_lengths(length - padding), label="document_lengths")
     tokens = st.integers(0, MAX_TOKEN_ID)
+    if draw(st.integers(0, 9), label="edge_tokens") == 0:  # one row in ten holds int64-edge ids
+        tokens = st.one_of(tokens, st.sampled_from(EDGE_TOKEN_IDS))
     documents = [draw(st.lists(tokens, min_size=n, max_size=n)) for n in lengths]
     row = packed_row(documents, padding, pad_token_id=PAD_TOKEN_ID)
     form = draw(st.sampled_from(("pack_flat",) * 8 + ("no_positions", "no_padding_length")), label="form")

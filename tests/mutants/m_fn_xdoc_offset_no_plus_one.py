@@ -1,4 +1,4 @@
-"""xdoc starts each later subdocument at the previous one's largest coordinate, not one past it. Breaks: [xdoc-positions]"""
+"""xdoc starts a later subdocument at the previous one's largest coordinate, not one past. Breaks: [xdoc-positions], [xdoc-contract]"""
 
 from types import SimpleNamespace
 

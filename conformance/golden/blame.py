@@ -1,0 +1,144 @@
+"""Which clause a difference in one output key of a golden case breaks.
+
+A golden case cites every clause it pins, up to a dozen. When one key of the output differs,
+only the clauses that define *that key* are broken: ``cu_seqlens`` of ``get_unpad_data`` is
+[unpad-binary] or [unpad-indexed], its ``indices`` [unpad-outputs]. ``OUTPUT_CLAUSES`` maps
+each function's output keys to the clauses SPEC.md gives them (section 2 for the metadata
+functions, 5-8 for the others; ``convert_text_batch`` outputs use SPEC's own field table,
+``conformance/helpers/fields.py``). ``blame`` narrows those to the clauses the case cites
+when some of them are cited, and falls back to the case's own clauses for a key the table
+does not list (``"*"`` is every other key of a function's output).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from batchspec.conformance.spec import split_citation
+
+__all__ = ["KEY_SET_CLAUSES", "OUTPUT_CLAUSES", "binary_mask", "blame", "cited_clauses", "default_collater_blame"]
+
+# function -> output key -> the clauses that define that key's value ("*": any other key)
+OUTPUT_CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
+    "get_unpad_data": {
+        "indices": ("unpad-outputs",),
+        # the spans are the route's: [unpad-binary], [unpad-indexed], and any order [unpad-precondition]
+        "cu_seqlens": ("unpad-binary", "unpad-indexed", "unpad-precondition"),
+        "cu_seqlens.dtype": ("unpad-outputs",),
+        "max_seqlen": ("unpad-outputs",),
+    },
+    "build_packed_sequence_metadata": {
+        "packed_token_indices": ("meta-indices",),
+        "cu_seqlens": ("meta-cu-seqlens", "unpad-precondition"),
+        "cu_seqlens.dtype": ("meta-cu-seqlens",),
+        "max_seqlen": ("meta-max-seqlen",),
+    },
+    "adapt_model_inputs": {"attention_document_ids": ("adapt-attention-ids",), "*": ("adapt-no-mutation",)},
+    "enable_xdoc_attention": {
+        "attention_document_ids": ("xdoc-attention-ids",),
+        "position_ids": ("xdoc-positions",),
+        "*": ("xdoc-untouched",),
+    },
+    "convert_batch_output": {
+        "seq_lens": ("thd-lengths",),
+        "seq_lens_padded": ("thd-lengths",),
+        "qkv_format": ("thd-qkv-format",),
+    },
+    "Datum": {"*": ("datum-construct",)},
+    "Datum.to_features": {"*": ("datum-to-features",)},
+    "default_collater": {"padding_mask": ("dcoll-padding-mask",)},
+    "pack_features_for_thd": {"*": ("pack-features",)},
+}
+
+# function -> the clause its output's key set (and order) is defined by
+KEY_SET_CLAUSES: dict[str, tuple[str, ...]] = {
+    "build_packed_sequence_metadata": ("meta-return",),
+    "Datum.to_features": ("datum-to-features",),
+    "default_collater": ("dcoll-fields", "dcoll-padding-mask"),
+    "pack_features_for_thd": ("pack-features",),
+}
+
+
+def _narrow(clauses: Sequence[str], cited: Sequence[str]) -> tuple[str, ...]:
+    """``clauses`` that ``cited`` holds, or all of them when it holds none."""
+    narrowed = tuple(c for c in clauses if c in cited)
+    return narrowed or tuple(clauses)
+
+
+def cited_clauses(case_clauses: Sequence[str]) -> tuple[str, ...]:
+    """A case's clause ids, an enumerated item (``ctb-input-errors.4``) counted as its clause."""
+    return tuple(dict.fromkeys(split_citation(c)[0] for c in case_clauses))
+
+
+def binary_mask(mask: Any) -> bool:
+    """Whether ``get_unpad_data`` reads ``mask`` on the binary route [unpad-binary] (a bool
+    mask, or a largest value <= 1) rather than the indexed one [unpad-indexed]."""
+    return isinstance(mask, torch.Tensor) and (mask.dtype == torch.bool or mask.numel() == 0 or int(mask.max()) <= 1)
+
+
+def blame(
+    function: str,
+    key: str,
+    actual: Any,
+    expected: Any,
+    case_clauses: Sequence[str],
+    inputs: Mapping[str, Any] | None = None,
+) -> tuple[str, ...]:
+    """The clauses a difference in output ``key`` of ``function`` breaks: the table's for that
+    key (its ``"<key>.dtype"`` entry when only the dtype differs), narrowed to the case's
+    clauses when some are among them; the case's clauses for a key the table does not list.
+    ``get_unpad_data``'s spans are blamed on the route its input ``mask`` takes."""
+    cited = cited_clauses(case_clauses)
+    table = OUTPUT_CLAUSES.get(function, {})
+    dtype_only = (
+        isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor) and actual.dtype != expected.dtype
+    )
+    clauses = (table.get(f"{key}.dtype") if dtype_only else None) or table.get(key) or table.get("*")
+    if function == "collate_datums":
+        clauses = _collate_datums_clauses(key)
+    if function == "get_unpad_data" and key == "cu_seqlens" and not dtype_only and inputs is not None:
+        route = "unpad-binary" if binary_mask(inputs.get("mask")) else "unpad-indexed"
+        clauses = tuple(c for c in clauses if c in (route, "unpad-precondition"))
+    return _narrow(clauses, cited) if clauses else cited
+
+
+def _collate_datums_clauses(key: str) -> tuple[str, ...]:
+    """[collate-padded] / [collate-packed] define the layout of every key, [collate-weights] the
+    labels too, [collate-side-inputs] every key that is not a token field (narrowed to the
+    case's clauses by ``blame``)."""
+    layout = ("collate-padded", "collate-packed")
+    if key == "labels":
+        return (*layout, "collate-weights")
+    if key in (
+        "input_ids",
+        "attention_mask",
+        "padding_mask",
+        "position_ids",
+        "seq_lens",
+        "seq_lens_padded",
+        "qkv_format",
+    ):
+        return layout
+    return ("collate-side-inputs",)
+
+
+def default_collater_blame(key: str, actual: Any, expected: Any, items: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """For a list-valued key of ``default_collater``: [dcoll-pad-values] when every differing
+    element lies past its item's own length (a pad slot), else [dcoll-fields]."""
+    values = [item.get(key) for item in items]
+    if not (
+        isinstance(actual, torch.Tensor)
+        and isinstance(expected, torch.Tensor)
+        and actual.shape == expected.shape
+        and actual.dtype == expected.dtype
+        and actual.dim() == 2
+        and all(isinstance(v, (list, tuple)) for v in values)
+    ):
+        return ("dcoll-fields",)
+    lengths = torch.tensor([len(v) for v in values]).unsqueeze(1)
+    pad_slot = torch.arange(expected.shape[1]).unsqueeze(0) >= lengths
+    differ = actual != expected
+    return ("dcoll-pad-values",) if bool(pad_slot[differ].all()) else ("dcoll-fields",)
