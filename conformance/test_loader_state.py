@@ -581,6 +581,11 @@ FIRST_FAILED_CHECK = [
     (("topology_extra_key",), "malformed body"),
     (("topology_replicas_as_string",), "malformed body"),
     (("topology_world_size_0",), "malformed body"),
+    (("state_nan",), "malformed body"),
+    (("body_duplicate_key",), "malformed body"),
+    (("fingerprint_not_string",), "malformed body"),
+    (("state_not_object",), "malformed body"),
+    (("topology_not_object",), "malformed body"),
     ((), "fingerprint mismatch"),
 ]
 
@@ -594,7 +599,8 @@ def test_the_first_failed_check_is_reported(backend, scratch, corruptions, check
     """Checks run in the order bad magic, unsupported version, truncated, checksum mismatch,
     malformed body, fingerprint mismatch, canonical_replicas changed; the message names the
     first that fails, and only it. Foreign bytes are a bad magic whatever their length; the
-    version byte is exactly 1; extra bytes are truncated; the body has exactly its keys."""
+    version byte is exactly 1; extra bytes are truncated; the body has exactly its keys, of
+    their types, in strict JSON (no NaN, no duplicate key)."""
     data = corrupt(envelope_after(backend, index_pipeline(scratch / "saved", 10, 2, "redistribute"), 5), corruptions)
     spy = SpyPipeline(index_pipeline(scratch, 10, 2, "redistribute", batch_size=2, canonical_replicas=3))
     loader = make_loader(backend, spy)
@@ -790,6 +796,31 @@ def other_stages_pipeline(scratch):
     )
 
 
+def tokenize_pipeline(scratch, **tokenizer):
+    """tokenize (given ``tokenizer_id``, or neither a tokenizer nor an id), then batch; nothing is
+    iterated, so Zephon never loads a tokenizer."""
+    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"text": "a b"}])})
+    work_source = StaticMixtureWorkSource([dataset], {"d": 1.0}, chunk_size=4, seed=0, exhausted_policy="redistribute")
+    return (
+        Pipeline(work_source)
+        .tokenize(field="text", max_length=32, special_tokens="eos", split_long_samples=True, **tokenizer)
+        .batch(2)
+        .options(runner="inline", aggregate_dir=str(scratch / "aggregate"))
+    )
+
+
+def tokenize_stage(tokenizer):
+    return {
+        "op": "tokenize",
+        "field": "text",
+        "max_length": 32,
+        "special_tokens": "eos",
+        "split_long_samples": True,
+        "add_attention_mask": True,
+        "tokenizer": tokenizer,
+    }
+
+
 # name -> (pipeline builder, its stages)
 PIPELINES = {
     "batch-1": (lambda s: index_pipeline(s, 16, 4, "redistribute"), [batch(1)]),
@@ -807,6 +838,22 @@ PIPELINES = {
         [pack("pack_flat", 8, "first_fit", 4, 0), batch(2)],
     ),
     "corpus": (lambda s: corpus_pipeline(s, seq_len=128, batch_size=2, docs=16), corpus_stages(128, 2)),
+    "tokenizer-id": (
+        lambda s: tokenize_pipeline(s, tokenizer_id="__fallback__"),
+        [
+            tokenize_stage(
+                {
+                    "name_or_path": "__fallback__",
+                    "vocab_size": None,
+                    "bos_token_id": None,
+                    "eos_token_id": None,
+                    "pad_token_id": None,
+                }
+            ),
+            batch(2),
+        ],
+    ),
+    "tokenize-without-tokenizer": (tokenize_pipeline, [tokenize_stage(None), batch(2)]),
     "other-stages": (
         other_stages_pipeline,
         [

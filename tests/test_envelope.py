@@ -41,6 +41,16 @@ BODY = {
 VALID = envelope(canonical_json(BODY))
 
 
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _no_duplicates(pairs: list) -> dict:
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
 def first_failed_check(data: bytes) -> str | None:
     """The first envelope check of [state-load-validates-first] that ``data`` fails, written
     from SPEC.md independently of the library (None: the envelope checks pass)."""
@@ -53,7 +63,7 @@ def first_failed_check(data: bytes) -> str | None:
     if hashlib.sha256(data[:-32]).digest() != data[-32:]:
         return "checksum mismatch"
     try:
-        body = json.loads(data[17:-32].decode("utf-8"))
+        body = json.loads(data[17:-32].decode("utf-8"), parse_constant=_not_json, object_pairs_hook=_no_duplicates)
     except ValueError:
         return "malformed body"
     topology = body.get("topology") if isinstance(body, dict) else None
@@ -107,6 +117,11 @@ EXPECTED = {
     "body_extra_key": "malformed body",
     "topology_extra_key": "malformed body",
     "topology_world_size_0": "malformed body",
+    "state_nan": "malformed body",
+    "body_duplicate_key": "malformed body",
+    "fingerprint_not_string": "malformed body",
+    "state_not_object": "malformed body",
+    "topology_not_object": "malformed body",
 }
 
 

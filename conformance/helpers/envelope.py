@@ -155,6 +155,30 @@ def _zero_world_size(body: dict) -> None:
     body["topology"]["world_size"] = 0
 
 
+def _nan_in_state(body: dict) -> None:
+    body["state"]["nan"] = float("nan")  # json.dumps writes it as NaN, which is not JSON
+
+
+def _number_fingerprint(body: dict) -> None:
+    body["fingerprint"] = 0
+
+
+def _list_state(body: dict) -> None:
+    body["state"] = []
+
+
+def _list_topology(body: dict) -> None:
+    body["topology"] = [body["topology"][key] for key in sorted(body["topology"])]
+
+
+def _duplicate_fingerprint(data: bytes) -> bytes:
+    """The body with its ``fingerprint`` key written twice, the same value both times: a parser
+    that keeps the last duplicate would read a valid body."""
+    raw = raw_body(data)
+    again = b',"fingerprint":' + json.dumps(json.loads(raw)["fingerprint"]).encode("ascii")
+    return envelope(raw[:-1] + again + b"}", version_of(data))
+
+
 CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
     "drop_last_byte": lambda d: d[:-1],
     "cut_header": lambda d: d[:10],
@@ -177,6 +201,11 @@ CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
     "body_extra_key": _edit_body(_extra_body_key),
     "topology_extra_key": _edit_body(_extra_topology_key),
     "topology_world_size_0": _edit_body(_zero_world_size),
+    "state_nan": _edit_body(_nan_in_state),
+    "body_duplicate_key": _duplicate_fingerprint,
+    "fingerprint_not_string": _edit_body(_number_fingerprint),
+    "state_not_object": _edit_body(_list_state),
+    "topology_not_object": _edit_body(_list_topology),
 }
 
 
