@@ -33,7 +33,7 @@ from importlib.metadata import version as distribution_version
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from batchspec.conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
 from batchspec.conformance.device import DeviceOptionError, check_device_option
@@ -72,6 +72,13 @@ settings.register_profile(
     "batchspec-nightly",
     parent=settings.get_profile("batchspec"),
     max_examples=int(os.environ.get("BATCHSPEC_MAX_EXAMPLES", "1000")),
+)
+# sweep: no shrinking (tests/mutants/sweep.py): a mutation sweep needs the verdict and the blame
+# of the first failing example, not the smallest one, and shrinking is most of a failing run
+settings.register_profile(
+    "batchspec-sweep",
+    parent=settings.get_profile("batchspec"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
 settings.load_profile(os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec"))
 

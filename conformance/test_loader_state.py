@@ -393,7 +393,7 @@ def test_canonical_replicas_change_names_both_values(backend, scratch):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-envelope", "state-load-validates-first")
+@pytest.mark.clause("state-envelope", "state-load-validates-first", "state-exact-resume")
 @pytest.mark.parametrize(
     "corruption, check",
     [
@@ -446,7 +446,9 @@ def test_tampered_envelope_is_rejected_by_name(backend, scratch, corruption, che
         raise ClauseFailure("[state-load-validates-first]", "state-load-validates-first")
     loader.load_state_dict(saved)
     if not list(loader) == [[i] for i in range(5, 10)]:
-        raise ClauseFailure("a correct state still loads [state-load-validates-first]", "state-load-validates-first")
+        raise ClauseFailure(
+            "a correct state still loads and resumes exactly [state-exact-resume]", "state-exact-resume"
+        )
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")

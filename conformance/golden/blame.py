@@ -19,7 +19,15 @@ import torch
 
 from batchspec.conformance.spec import split_citation
 
-__all__ = ["KEY_SET_CLAUSES", "OUTPUT_CLAUSES", "binary_mask", "blame", "cited_clauses", "default_collater_blame"]
+__all__ = [
+    "KEY_SET_CLAUSES",
+    "OUTPUT_CLAUSES",
+    "binary_mask",
+    "blame",
+    "cited_clauses",
+    "default_collater_blame",
+    "error_clauses",
+]
 
 # function -> output key -> the clauses that define that key's value ("*": any other key)
 OUTPUT_CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -46,6 +54,20 @@ OUTPUT_CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
         "seq_lens": ("thd-lengths",),
         "seq_lens_padded": ("thd-lengths",),
         "qkv_format": ("thd-qkv-format",),
+    },
+    # a loader scenario's record of what the loader did with its stream (loader_script.py)
+    "ZephonDataLoader": {
+        "iter_calls_at_construction": ("loader-construct-lazy",),
+        "iter_calls": (
+            "loader-iter-self",
+            "loader-iterator",
+            "loader-close",
+            "loader-exhaustion",
+            "loader-failure-closes",
+        ),
+        "stream_closed": ("loader-close", "loader-exhaustion", "loader-failure-closes"),
+        "batches_converted": ("loader-next", "loader-failure-closes"),
+        "converted_in_stream_order": ("loader-next",),
     },
     "Datum": {"*": ("datum-construct",)},
     "Datum.to_features": {"*": ("datum-to-features",)},
@@ -103,6 +125,13 @@ def blame(
         route = "unpad-binary" if binary_mask(inputs.get("mask")) else "unpad-indexed"
         clauses = tuple(c for c in clauses if c in (route, "unpad-precondition"))
     return _narrow(clauses, cited) if clauses else cited
+
+
+def error_clauses(case_clauses: Sequence[str]) -> tuple[str, ...]:
+    """The clauses an error case's wrong or missing error breaks: those whose enumerated item it
+    cites (``ctb-input-errors.4``: the fault it exercises), else all of its clauses."""
+    items = tuple(dict.fromkeys(split_citation(c)[0] for c in case_clauses if split_citation(c)[1] is not None))
+    return items or cited_clauses(case_clauses)
 
 
 def _collate_datums_clauses(key: str) -> tuple[str, ...]:

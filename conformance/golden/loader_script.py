@@ -75,7 +75,6 @@ def run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> tu
         "outcomes": outcomes,
         "iter_calls_at_construction": at_construction,
         "iter_calls": pipeline.iter_calls,
-        "batches_taken": pipeline.taken,
         "stream_closed": pipeline.closed,
         "batches_converted": len(seen),
         "converted_in_stream_order": all(a is b for a, b in zip(seen, batches)),

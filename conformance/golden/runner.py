@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from batchspec.conformance.golden.adapters import adapter, call
-from batchspec.conformance.golden.blame import KEY_SET_CLAUSES, blame, default_collater_blame
+from batchspec.conformance.golden.blame import KEY_SET_CLAUSES, blame, default_collater_blame, error_clauses
 from batchspec.conformance.golden.errors import error_from_record
 from batchspec.conformance.golden.store import StoredCase
 from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises, check
@@ -81,7 +81,10 @@ def _assert_loader_output(case: StoredCase, output: Any, clause: str, call_text:
         call=call_text,
         path="outcomes (each converted batch shown as 'batch')",
     )
-    assert_equal(output, {k: v for k, v in expected.items() if k != "outcomes"}, clause=clause, call=call_text)
+    for key, want in expected.items():
+        if key != "outcomes":
+            blamed = blame(case.function, key, output.get(key), want, case.clauses)
+            assert_equal(output, {key: want}, clause=",".join(blamed), call=call_text)
     options = case.record["options"]
     converted = 0
     for step, (got, want) in enumerate(zip(got_outcomes or [], wanted_outcomes)):
@@ -116,7 +119,10 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
     if record["error"] is not None:
         error_type, facts = error_from_record(record["error"])
         assert_raises(
-            error_type, facts, lambda: call(impl, case.function, case.inputs, record["options"]), clause=clause
+            error_type,
+            facts,
+            lambda: call(impl, case.function, case.inputs, record["options"]),
+            clause=",".join(error_clauses(case.clauses)),
         )
         return
     output, mutated = call(impl, case.function, case.inputs, record["options"])

@@ -17,7 +17,8 @@ as a suite error and blamed on no clause.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "missing_facts",
     "names",
     "summary",
+    "valid_input",
 ]
 
 MAX_MISMATCHES = 8
@@ -73,6 +75,23 @@ def check(condition: Any, message: str, *, clause: str | Iterable[str]) -> None:
     __tracebackhide__ = True
     if not condition:
         raise ClauseFailure(message, clause)
+
+
+@contextmanager
+def valid_input(call: str, clause: str = "ctb-input-errors") -> Iterator[None]:
+    """Inside, the code under test runs on an input with none of the faults ``clause`` lists
+    (a drawn in-contract input the reference converts): a ``ValueError`` or ``TypeError`` it
+    raises is a ``ClauseFailure`` blamed on ``clause`` (the input validation rejects a valid
+    input), not on every clause of the test. Other exceptions propagate."""
+    __tracebackhide__ = True
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        raise ClauseFailure(
+            f"raised {type(error).__name__}({error}) on an input with none of the faults it lists, but should "
+            f"convert it [{clause}: {call}]",
+            clause,
+        ) from error
 
 
 def summary(value: Any) -> str:

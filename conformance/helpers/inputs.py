@@ -24,6 +24,7 @@ __all__ = [
     "row_positions",
     "rows_of",
     "sample_batch",
+    "with_token_field",
 ]
 
 
@@ -113,6 +114,22 @@ def payload_form(batch: SampleBatch, form: str) -> SampleBatch:
                 record.payload[key] = np.asarray(record.payload[key], dtype=np.int64)
             elif form == "tensor":
                 record.payload[key] = torch.as_tensor(np.asarray(record.payload[key]), dtype=torch.int64)
+    return batch
+
+
+def with_token_field(batch: SampleBatch, field: str, decoys: Sequence[str] = ()) -> SampleBatch:
+    """Rewrite ``batch``'s payloads in place so that the tokens sit under ``field`` (one of
+    ``TOKEN_FIELDS``) and each later candidate of ``decoys`` holds other values (every token
+    with its lowest bit flipped), as a payload with several candidate fields would: [ctb-token-field] reads the
+    first candidate present, and the others are payload fields like any other
+    [ctb-extra-payload-ignored]. A decoy holds every token with its lowest bit flipped (another
+    value, inside int64)."""
+    assert field in TOKEN_FIELDS and all(TOKEN_FIELDS.index(d) > TOKEN_FIELDS.index(field) for d in decoys)  # sanity
+    for record in batch.records:
+        tokens = record.payload.pop("input_ids")
+        record.payload[field] = tokens
+        for decoy in decoys:
+            record.payload[decoy] = [int(t) ^ 1 for t in tokens]
     return batch
 
 

@@ -73,7 +73,8 @@ def corpus_pipeline(
 
 class RecordingPipeline:
     """A stand-in pipeline over a list of ``SampleBatch``es that records how a loader drives
-    it: ``iter()`` calls, batches handed out (``taken``) and how often its stream was closed.
+    it: ``iter()`` calls, batches handed out (``taken``, for messages: how far a loader reads
+    ahead is its own matter) and how often its stream was closed.
     With ``fail_at``, the stream raises ``failure`` instead of yielding that batch. It keeps a
     reference to every stream it hands out (``streams``), as a pipeline that tracks its workers
     does, so a stream is closed only when the loader closes it [loader-close], never by the

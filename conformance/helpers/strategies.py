@@ -16,12 +16,13 @@ small cases the ones that are reported, so larger caps find few extra bugs.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import NamedTuple
 
 import torch
 from hypothesis import strategies as st
 
-from batchspec.conformance.helpers.inputs import Contract, Row, packed_row
+from batchspec.conformance.helpers.inputs import TOKEN_FIELDS, Contract, Row, describe_rows, packed_row
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 __all__ = [
@@ -32,11 +33,18 @@ __all__ = [
     "MAX_TOKEN_ID",
     "PAD_TOKEN_ID",
     "PackedBatch",
+    "Route",
     "contracts",
+    "describe_call",
+    "draw_format",
+    "draw_route",
+    "draw_token_fields",
+    "draw_xdoc",
     "document_lengths",
     "id_masks",
     "packed_batches",
     "packed_rows",
+    "usable_contract",
 ]
 
 MAX_BATCH: int = int(os.environ.get("BATCHSPEC_MAX_BATCH", "16"))
@@ -169,3 +177,96 @@ def id_masks(draw: st.DrawFn) -> torch.Tensor:
         rows[draw(st.integers(0, batch_size - 1))][0] = 1
     mask = torch.tensor(rows, dtype=torch.int64)
     return mask > 0 if dtype == torch.bool else mask.to(dtype)
+
+
+# -- the options of a call, as far as the backend declares them --------------------------------
+
+
+def draw_xdoc(data, backend) -> bool:
+    """``allow_cross_document_attention``: either, when the backend declares ``xdoc``."""
+    return data.draw(st.booleans(), label="xdoc") if backend.supports("xdoc") else False
+
+
+def draw_format(data, backend) -> str:
+    """``output_format``: either, when the backend declares ``thd``."""
+    formats = ("batched", "thd") if backend.supports("thd") else ("batched",)
+    return data.draw(st.sampled_from(formats), label="output_format")
+
+
+def usable_contract(contract: Contract, backend) -> Contract:
+    """The drawn contract, without a metadata request when the backend has no metadata."""
+    if backend.supports("packed_metadata"):
+        return contract
+    return replace(contract, return_packed_sequence_metadata=False)
+
+
+class Route(NamedTuple):
+    """The options of one ``convert_text_batch`` call besides its rows and label options."""
+
+    contract: Contract
+    xdoc: bool
+    output_format: str
+    pad_to_length: int | None
+    pad_token_id: int | None
+
+
+def draw_route(
+    data,
+    backend,
+    case: PackedBatch,
+    *,
+    xdoc: bool | None = None,
+    output_format: str | None = None,
+    unpacked: bool | None = None,
+) -> Route:
+    """Any route and option combination of ``convert_text_batch`` the backend declares: the
+    case's contract (its metadata request only with ``packed_metadata``), xdoc on or off
+    (``xdoc``), either format (``thd``) and, with ``unpacked``, ``pad_to_length`` from L to
+    L + 3 over the case's packed rows (their Zephon packing metadata included) with a drawn
+    ``pad_token_id``, or neither. ``xdoc``, ``output_format`` and ``unpacked`` fix that
+    option instead of drawing it."""
+    if unpacked is None:
+        unpacked = backend.supports("unpacked") and data.draw(st.booleans(), label="unpacked")
+    pad_to_length = pad_token_id = None
+    if unpacked:
+        length = len(case.rows[0].tokens)
+        pad_to_length = data.draw(st.integers(length, length + 3), label="pad_to_length")
+        pad_token_id = data.draw(st.sampled_from((PAD_TOKEN_ID, 1, 7, MAX_TOKEN_ID)), label="pad_token_id")
+    return Route(
+        usable_contract(case.contract, backend),
+        draw_xdoc(data, backend) if xdoc is None else xdoc,
+        draw_format(data, backend) if output_format is None else output_format,
+        pad_to_length,
+        pad_token_id,
+    )
+
+
+def describe_call(
+    rows,
+    contract,
+    *,
+    ignore_index,
+    mask_segment_starts,
+    xdoc,
+    output_format="batched",
+    pad_to_length=None,
+    pad_token_id=None,
+) -> str:
+    """A runnable description of one ``convert_text_batch`` call on drawn rows."""
+    text = (
+        f"convert_text_batch(sample_batch({describe_rows(rows)}), {contract!r}, ignore_index={ignore_index}, "
+        f"mask_segment_starts={mask_segment_starts}, allow_cross_document_attention={xdoc}, "
+        f"output_format={output_format!r}"
+    )
+    if pad_to_length is not None or pad_token_id is not None:
+        text += f", pad_to_length={pad_to_length}, pad_token_id={pad_token_id}"
+    return text + ")"
+
+
+def draw_token_fields(data) -> tuple[str, tuple[str, ...]]:
+    """A token field of ``TOKEN_FIELDS`` (``input_ids`` most often) and the later candidates
+    that also appear in the payload with other values (``with_token_field``)."""
+    field = data.draw(st.sampled_from(TOKEN_FIELDS[:1] * 3 + TOKEN_FIELDS), label="token_field")
+    later = TOKEN_FIELDS[TOKEN_FIELDS.index(field) + 1 :]
+    decoys = data.draw(st.lists(st.sampled_from(later), unique=True), label="decoys") if later else []
+    return field, tuple(decoys)

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal, check, valid_input
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
-from batchspec.conformance.helpers.inputs import describe_rows, payload_form, sample_batch
+from batchspec.conformance.helpers.inputs import Contract, describe_rows, payload_form, sample_batch, with_token_field
 from batchspec.conformance.helpers.invariants import (
     check_converted_batch,
     expected_packed_metadata,
@@ -54,14 +54,16 @@ def _call(case: cs.PackedBatch) -> str:
     "batched-block-causal",
     "batched-document-ids-mask",
     "batched-metadata",
+    "ctb-input-errors",
 )
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
 def test_converted_batch_invariants(backend, data):
     case = data.draw(cs.packed_batches(), label="case")
-    out = backend.convert_text_batch(
-        sample_batch(case.rows), case.contract, case.ignore_index, case.mask_segment_starts, False
-    )
+    with valid_input(_call(case)):
+        out = backend.convert_text_batch(
+            sample_batch(case.rows), case.contract, case.ignore_index, case.mask_segment_starts, False
+        )
     check_converted_batch(
         out,
         case.rows,
@@ -69,6 +71,32 @@ def test_converted_batch_invariants(backend, data):
         mask_segment_starts=case.mask_segment_starts,
         contract=case.contract,
         call=_call(case),
+    )
+
+
+def _arguments(case: cs.PackedBatch, route: cs.Route) -> tuple:
+    """``convert_text_batch``'s arguments after the sample batch, positionally."""
+    return (
+        route.contract,
+        case.ignore_index,
+        case.mask_segment_starts,
+        route.xdoc,
+        route.output_format,
+        route.pad_to_length,
+        route.pad_token_id,
+    )
+
+
+def _describe(case: cs.PackedBatch, route: cs.Route) -> str:
+    return cs.describe_call(
+        case.rows,
+        route.contract,
+        ignore_index=case.ignore_index,
+        mask_segment_starts=case.mask_segment_starts,
+        xdoc=route.xdoc,
+        output_format=route.output_format,
+        pad_to_length=route.pad_to_length,
+        pad_token_id=route.pad_token_id,
     )
 
 
@@ -129,17 +157,24 @@ def _assert_unchanged(before, batch, *, what: str, call: str) -> None:
                 )
 
 
-@pytest.mark.clause("ctb-no-mutation")
+@pytest.mark.clause("ctb-no-mutation", "ctb-input-errors")
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
 def test_convert_text_batch_does_not_mutate_input(backend, data):
+    """On every route and option combination the backend declares (``draw_route``: both
+    formats, both mask types, metadata, xdoc, ``pad_to_length`` over rows that carry Zephon's
+    packing metadata) and every payload form, the SampleBatch keeps its records, payloads and
+    meta, by identity and by value, also after the returned tensors are overwritten."""
     case = data.draw(cs.packed_batches(), label="case")
+    route = cs.draw_route(data, backend, case)
     form = data.draw(st.sampled_from(("lists", "numpy", "tensor")), label="payload_form")
-    call = f"{_call(case)} with payloads as {form}"
-    batch = payload_form(sample_batch(case.rows), form)
+    field, decoys = cs.draw_token_fields(data)
+    call = f"{_describe(case, route)} with payloads as {form}, the tokens under {field!r}, decoys {list(decoys)}"
+    batch = payload_form(with_token_field(sample_batch(case.rows), field, decoys), form)
     before = _batch_state(batch)
 
-    out = backend.convert_text_batch(batch, case.contract, case.ignore_index, case.mask_segment_starts, False)
+    with valid_input(call):
+        out = backend.convert_text_batch(batch, *_arguments(case, route))
     _assert_unchanged(before, batch, what="by the call", call=call)
 
     # The outputs share no storage with the input: overwrite them all in place.
@@ -151,6 +186,7 @@ def test_convert_text_batch_does_not_mutate_input(backend, data):
 
 # What the reference comparison checks; a differing field is blamed on its own clauses among these.
 CONVERT_MATCH_CLAUSES = (
+    "ctb-input-errors",
     "tb-shapes",
     "tb-dtypes",
     "tb-keys",
@@ -171,19 +207,72 @@ CONVERT_MATCH_CLAUSES = (
 )
 
 
-@pytest.mark.clause(*CONVERT_MATCH_CLAUSES)
+# Each route family: the options it fixes, the profile it needs, the clauses of its own keys.
+MATCH_ROUTES = {
+    "batched": (dict(xdoc=False, output_format="batched", unpacked=False), (), ()),
+    "xdoc": (dict(xdoc=True, output_format="batched", unpacked=False), ("xdoc",), ("ctb-xdoc", "ctb-selected-ids")),
+    "thd": (
+        dict(xdoc=False, output_format="thd", unpacked=False),
+        ("thd",),
+        ("ctb-output-route", "thd-lengths", "thd-qkv-format"),
+    ),
+    "unpacked": (
+        dict(xdoc=False, output_format="batched", unpacked=True),
+        ("unpacked",),
+        ("unpacked-padding", "unpacked-same-route"),
+    ),
+}
+
+
 @pytest.mark.requires("convert_text_batch")
+@pytest.mark.parametrize(
+    "family",
+    [
+        pytest.param(
+            name, marks=[pytest.mark.requires(*needs), pytest.mark.clause(*CONVERT_MATCH_CLAUSES, *own)], id=name
+        )
+        for name, (_, needs, own) in MATCH_ROUTES.items()
+    ],
+)
 @given(data=st.data())
-def test_convert_text_batch_matches_reference(backend, data):
+def test_convert_text_batch_matches_reference(backend, family, data):
+    """On each route family (batched packed rows, xdoc, THD, the unpacked route over rows that
+    carry Zephon's packing metadata; both mask types, metadata on and off), the backend's batch
+    equals the reference's, field by field; a differing field is blamed on its own clauses
+    (SPEC's field table, under the call's ``xdoc`` / ``unpacked`` conditions), labels per
+    element."""
     case = data.draw(cs.packed_batches(), label="case")
-    call = _call(case)
-    args = (case.contract, case.ignore_index, case.mask_segment_starts, False)
-    out = backend.convert_text_batch(sample_batch(case.rows), *args)
-    expected = reference.convert_text_batch(sample_batch(case.rows), *args)
-    targets = label_targets(case.rows, case.ignore_index, case.mask_segment_starts)
-    # a differing field is blamed on its own clauses (SPEC's field table), labels per element
+    route = cs.draw_route(data, backend, case, **MATCH_ROUTES[family][0])
+    field, decoys = cs.draw_token_fields(data)
+    args = _arguments(case, route)
+    with valid_input(_describe(case, route)):
+        out = backend.convert_text_batch(with_token_field(sample_batch(case.rows), field, decoys), *args)
+    expected = reference.convert_text_batch(with_token_field(sample_batch(case.rows), field, decoys), *args)
+    got_ids = out.get("input_ids") if isinstance(out, dict) else None
+    if decoys and isinstance(got_ids, torch.Tensor) and got_ids.shape == expected["input_ids"].shape:
+        # a decoy holds every token with its lowest bit flipped: input_ids read from one is the wrong field
+        # (before any slots pad_to_length appends, which hold pad_token_id)
+        given, want = (
+            got_ids[:, : len(case.rows[0].tokens) - 1],
+            expected["input_ids"][:, : len(case.rows[0].tokens) - 1],
+        )
+        picked = not torch.equal(given, want) and torch.equal(given, want ^ 1)
+        check(
+            not picked,
+            f"input_ids={got_ids.tolist()} are a decoy field's values, but should be {field!r}'s, the first "
+            f"candidate present [ctb-token-field: {_describe(case, route)}, decoys {list(decoys)}]",
+            clause="ctb-token-field",
+        )
+    targets = label_targets(case.rows, case.ignore_index, case.mask_segment_starts, route.pad_to_length)
+    conditions = {"xdoc"} if route.xdoc else set()
+    conditions |= {"unpacked"} if route.pad_to_length is not None else set()
     assert_training_batch_equal(
-        out, expected, clause=", ".join(CONVERT_MATCH_CLAUSES), call=f"{call} (reference)", targets=targets
+        out,
+        expected,
+        clause=", ".join(CONVERT_MATCH_CLAUSES),
+        call=f"{_describe(case, route)} with the tokens under {field!r}, decoys {list(decoys)} (reference)",
+        targets=targets,
+        conditions=conditions,
     )
 
 
@@ -221,7 +310,7 @@ def test_unpad_data_invariants(backend, data):
     mask = data.draw(cs.id_masks(), label="mask")
     call = f"get_unpad_data(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
     binary = mask.dtype == torch.bool or int(mask.max()) <= 1
-    clause = "unpad-outputs, " + ("unpad-binary" if binary else "unpad-indexed")
+    clause = "unpad-binary" if binary else "unpad-indexed"  # the spans are the route's; the rest [unpad-outputs]'s
     # the expected outputs come from the mask as drawn, before the backend sees it
     want_indices, want_cu, want_max = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary)
     out = backend.get_unpad_data(mask)
@@ -232,11 +321,17 @@ def test_unpad_data_invariants(backend, data):
         )
     indices, cu_seqlens, max_seqlen = out
     assert_tensor_equal("indices", indices, want_indices, clause="unpad-outputs", call=call)
+    if isinstance(cu_seqlens, torch.Tensor) and cu_seqlens.dtype != want_cu.dtype:
+        raise ClauseFailure(
+            f"cu_seqlens.dtype={cu_seqlens.dtype}, but should be {want_cu.dtype} [unpad-outputs: {call}]",
+            "unpad-outputs",
+        )
     assert_tensor_equal("cu_seqlens", cu_seqlens, want_cu, clause=clause, call=call)
     if type(max_seqlen) is not int or max_seqlen != want_max:
         raise ClauseFailure(
-            f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want_max} [{clause}: {call}]",
-            clause,
+            f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want_max} "
+            f"[unpad-outputs: {call}]",
+            "unpad-outputs",
         )
 
 
@@ -328,4 +423,76 @@ def test_adapt_model_inputs_invariants(backend, data):
             eligibility_clone,
             clause="adapt-no-mutation",
             call=call,
+        )
+
+
+@st.composite
+def _xdoc_inputs(draw):
+    """An ``enable_xdoc_attention`` batch beyond what ``convert_text_batch`` builds: int64
+    ``document_ids`` >= 0 in any order along the row (decreasing, reappearing, gapped ids),
+    ``attention_document_ids`` that are the document ids, 0 (a processor exclusion) or negative,
+    and positions >= 0, text ``[B, S]`` or mRoPE ``[3, B, S]``."""
+    batch_size = draw(st.integers(1, cs.MAX_BATCH), label="B")
+    sequence_length = draw(st.integers(1, cs.MAX_LEN), label="S")
+
+    def grid(cell):
+        row = st.lists(cell, min_size=sequence_length, max_size=sequence_length)
+        return st.lists(row, min_size=batch_size, max_size=batch_size)
+
+    ids = draw(grid(st.integers(0, 6)), label="document_ids")
+    kinds = draw(grid(st.sampled_from(("same", "same", "same", "zero", "negative"))), label="attention")
+    attention = [
+        [i if k == "same" else 0 if k == "zero" else -1 - i for i, k in zip(id_row, kind_row)]
+        for id_row, kind_row in zip(ids, kinds)
+    ]
+    axes = draw(st.sampled_from((None, 3)), label="axes")
+    shape = (batch_size, sequence_length) if axes is None else (axes, batch_size, sequence_length)
+    positions = draw(
+        st.lists(st.integers(0, 12), min_size=torch.Size(shape).numel(), max_size=torch.Size(shape).numel()),
+        label="positions",
+    )
+    return ids, attention, positions, shape
+
+
+@pytest.mark.clause("xdoc-attention-ids", "xdoc-positions", "xdoc-untouched")
+@pytest.mark.requires("xdoc")
+@given(data=st.data())
+def test_enable_xdoc_attention_matches_reference_on_any_ids(backend, data):
+    """On ids in any order and with negative attention ids (SPEC defines both), the backend's
+    ``enable_xdoc_attention`` gives the reference's attention ids [xdoc-attention-ids] and
+    positions [xdoc-positions], and leaves every other field, and every input tensor, as it was
+    [xdoc-untouched]."""
+    ids, attention, positions, shape = data.draw(_xdoc_inputs(), label="inputs")
+    call = (
+        f"enable_xdoc_attention({{'document_ids': torch.tensor({ids}), 'attention_document_ids': "
+        f"torch.tensor({attention}), 'position_ids': torch.tensor({positions}).reshape{shape}, ...}}, Contract())"
+    )
+
+    def batch():
+        document_ids = torch.tensor(ids, dtype=torch.int64)
+        return {
+            "input_ids": torch.arange(document_ids.numel(), dtype=torch.int64).reshape(document_ids.shape),
+            "labels": torch.full(document_ids.shape, -100, dtype=torch.int64),
+            "padding_mask": document_ids == 0,
+            "document_ids": document_ids,
+            "attention_document_ids": torch.tensor(attention, dtype=torch.int64),
+            "position_ids": torch.tensor(positions, dtype=torch.int64).reshape(shape),
+        }
+
+    given = batch()
+    inputs = dict(given)
+    clones = {key: value.clone() for key, value in given.items()}
+    out = backend.enable_xdoc_attention(given, Contract())
+    expected = reference.enable_xdoc_attention(batch(), Contract())
+    for key, clause in (("attention_document_ids", "xdoc-attention-ids"), ("position_ids", "xdoc-positions")):
+        assert_tensor_equal(key, out.get(key), expected[key], clause=clause, call=call)
+    for key in ("input_ids", "labels", "padding_mask", "document_ids"):
+        assert_tensor_equal(key, out.get(key), clones[key], clause="xdoc-untouched", call=call)
+    for key, value in inputs.items():
+        assert_tensor_equal(
+            f"input {key} (after the call)",
+            value,
+            clones[key],
+            clause="xdoc-untouched",
+            call=f"{call}: modified in place",
         )

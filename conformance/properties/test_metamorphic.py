@@ -22,8 +22,6 @@ message names the drawn rows (``describe_rows``) and the options of both calls.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import torch
 from hypothesis import given
@@ -31,9 +29,9 @@ from hypothesis import strategies as st
 
 from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal
-from batchspec.conformance.helpers.fields import assert_field_equal, label_clauses, label_targets
-from batchspec.conformance.helpers.inputs import Contract, Row, describe_rows, row_positions
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal, valid_input
+from batchspec.conformance.helpers.fields import assert_field_equal, label_targets, relation_label_clauses
+from batchspec.conformance.helpers.inputs import Row, describe_rows, row_positions
 from batchspec.conformance.helpers.literals import (
     ALWAYS_KEYS,
     BATCHED_KEYS,
@@ -41,8 +39,17 @@ from batchspec.conformance.helpers.literals import (
     METADATA_KEYS,
     THD_KEYS,
     THD_PAD,
-    convert,
 )
+from batchspec.conformance.helpers.literals import convert as convert_rows
+
+
+def convert(backend, rows, *args, **options):
+    """``convert_text_batch`` on drawn, in-contract ``rows``: a ``ValueError`` or ``TypeError``
+    is blamed on [ctb-input-errors] (``valid_input``)."""
+    __tracebackhide__ = True
+    with valid_input(f"convert_text_batch(sample_batch({describe_rows(rows)}), {options})"):
+        return convert_rows(backend, rows, *args, **options)
+
 
 TOKEN_KEYS = ALWAYS_KEYS
 BATCHED_ROUTE_KEYS = frozenset((*BATCHED_KEYS, *METADATA_KEYS)) - set(ALWAYS_KEYS)
@@ -50,47 +57,6 @@ THD_ROUTE_KEYS = frozenset(THD_KEYS) - set(ALWAYS_KEYS)
 # Ignore indices that no token drawn in this module takes, so that ``labels == ignore_index``
 # identifies exactly the masked labels (tokens may still be 0, 7, 99999: other ignore indices).
 SENTINEL_IGNORE_INDICES = (IGNORE_INDEX, -1, -7, 99999)
-
-
-# -- drawing options ---------------------------------------------------------------------
-
-
-def _draw_xdoc(data, backend) -> bool:
-    return data.draw(st.booleans(), label="xdoc") if backend.supports("xdoc") else False
-
-
-def _draw_format(data, backend) -> str:
-    formats = ("batched", "thd") if backend.supports("thd") else ("batched",)
-    return data.draw(st.sampled_from(formats), label="output_format")
-
-
-def _usable_contract(contract: Contract, backend) -> Contract:
-    """The drawn contract, without a metadata request when the backend has no metadata."""
-    if backend.supports("packed_metadata"):
-        return contract
-    return replace(contract, return_packed_sequence_metadata=False)
-
-
-def _call(
-    rows,
-    contract,
-    *,
-    ignore_index,
-    mask_segment_starts,
-    xdoc,
-    output_format="batched",
-    pad_to_length=None,
-    pad_token_id=None,
-) -> str:
-    """A runnable description of one ``convert_text_batch`` call on drawn rows."""
-    text = (
-        f"convert_text_batch(sample_batch({describe_rows(rows)}), {contract!r}, ignore_index={ignore_index}, "
-        f"mask_segment_starts={mask_segment_starts}, allow_cross_document_attention={xdoc}, "
-        f"output_format={output_format!r}"
-    )
-    if pad_to_length is not None or pad_token_id is not None:
-        text += f", pad_to_length={pad_to_length}, pad_token_id={pad_token_id}"
-    return text + ")"
 
 
 def _assert_same_keys(first, second, *, drop_first=frozenset(), drop_second=frozenset(), clause: str, call: str):
@@ -129,7 +95,7 @@ def _padded_lengths(rows: list[list[int]]) -> torch.Tensor:
 # -- 1. THD vs batched ------------------------------------------------------------------
 
 
-@pytest.mark.clause("ctb-output-route", "thd-lengths", "ctb-selected-ids")
+@pytest.mark.clause("ctb-output-route", "thd-lengths", "ctb-selected-ids", "ctb-input-errors")
 @pytest.mark.requires("convert_text_batch", "thd")
 @given(data=st.data())
 def test_thd_and_batched_agree_token_for_token(backend, data):
@@ -138,10 +104,10 @@ def test_thd_and_batched_agree_token_for_token(backend, data):
     from [ctb-selected-ids] (xdoc on and off); a wrong batched ``_packed_seq_ids`` is
     [batched-packed-seq-ids]'s, checked elsewhere."""
     case = data.draw(cs.packed_batches(), label="case")
-    xdoc = _draw_xdoc(data, backend)
-    contract = _usable_contract(case.contract, backend)
+    xdoc = cs.draw_xdoc(data, backend)
+    contract = cs.usable_contract(case.contract, backend)
     options = dict(ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts, xdoc=xdoc)
-    call = f"{_call(case.rows, contract, **options, output_format='thd')} vs the same call with output_format='batched'"
+    call = f"{cs.describe_call(case.rows, contract, **options, output_format='thd')} vs the same call with output_format='batched'"
 
     thd = convert(backend, case.rows, contract, **options, output_format="thd")
     batched = convert(backend, case.rows, contract, **options, output_format="batched")
@@ -183,7 +149,7 @@ def test_thd_and_batched_agree_token_for_token(backend, data):
 # -- 2. xdoc on vs off ------------------------------------------------------------------
 
 
-@pytest.mark.clause("ctb-xdoc")
+@pytest.mark.clause("ctb-xdoc", "ctb-input-errors")
 @pytest.mark.requires("convert_text_batch", "xdoc")
 @given(data=st.data())
 def test_xdoc_changes_only_positions_and_attention_ids(backend, data):
@@ -193,12 +159,12 @@ def test_xdoc_changes_only_positions_and_attention_ids(backend, data):
     (the reference's, as the oracle of [xdoc-attention-ids] and [xdoc-positions]) applied to
     the xdoc-off output. Whether the xdoc-off output itself is right is other checks' matter."""
     case = data.draw(cs.packed_batches(), label="case")
-    output_format = _draw_format(data, backend)
-    contract = _usable_contract(case.contract, backend)
+    output_format = cs.draw_format(data, backend)
+    contract = cs.usable_contract(case.contract, backend)
     options = dict(
         ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts, output_format=output_format
     )
-    call = f"{_call(case.rows, contract, **options, xdoc=True)} vs the same call with xdoc off"
+    call = f"{cs.describe_call(case.rows, contract, **options, xdoc=True)} vs the same call with xdoc off"
 
     on = convert(backend, case.rows, contract, **options, xdoc=True)
     off = convert(backend, case.rows, contract, **options, xdoc=False)
@@ -209,11 +175,14 @@ def test_xdoc_changes_only_positions_and_attention_ids(backend, data):
     joined = reference.enable_xdoc_attention(
         {key: off[key].clone() for key in ("document_ids", "attention_document_ids", "position_ids")}, contract
     )
+    # on the real tokens (padding's ids and positions are the xdoc-off clauses' matter)
+    real = ~off["padding_mask"]
     for key in ("attention_document_ids", "position_ids"):
+        got = on[key]
         assert_tensor_equal(
-            f"{key} (xdoc on)",
-            on[key],
-            joined[key],
+            f"{key} (xdoc on) on the real tokens",
+            torch.where(real, got, 0) if got.shape == real.shape else got,
+            torch.where(real, joined[key], 0),
             clause="ctb-xdoc",
             call=f"{call}: enable_xdoc_attention of the xdoc-off output",
         )
@@ -262,7 +231,8 @@ def _max_seqlen_of(cu_seqlens: torch.Tensor) -> int:
 
 MORE_PADDING_CLAUSES = (
     "ctb-padding-labels, ctb-padding-mask, ctb-positions, ctb-document-ids, ctb-attention-ids, ctb-shift, "
-    "batched-packed-seq-ids, batched-metadata, thd-lengths"
+    "ctb-segment-starts, ctb-cross-document-targets, batched-packed-seq-ids, batched-metadata, thd-lengths, "
+    "ctb-input-errors"
 )
 
 
@@ -284,9 +254,9 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
     """
     case = data.draw(cs.packed_batches(), label="case")
     extra = data.draw(st.integers(1, 4), label="k")
-    xdoc = _draw_xdoc(data, backend)
-    output_format = _draw_format(data, backend)
-    contract = _usable_contract(case.contract, backend)
+    xdoc = cs.draw_xdoc(data, backend)
+    output_format = cs.draw_format(data, backend)
+    contract = cs.usable_contract(case.contract, backend)
     longer = [_with_more_padding(row, extra) for row in case.rows]
     options = dict(
         ignore_index=case.ignore_index,
@@ -295,7 +265,7 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
         output_format=output_format,
     )
     call = (
-        f"{_call(case.rows, contract, **options)} vs the same rows with {extra} more pad tokens: "
+        f"{cs.describe_call(case.rows, contract, **options)} vs the same rows with {extra} more pad tokens: "
         f"{describe_rows(longer)}"
     )
 
@@ -308,11 +278,11 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
     unpadded = [b for b, row in enumerate(case.rows) if not row.padding_length]  # n == 0
     conditions = {"xdoc"} if xdoc else set()
     for key in TOKEN_KEYS:
-        if key == "labels":
+        if key == "labels":  # either call may be the wrong one: blame the rule that governs the label
             targets = label_targets(case.rows, case.ignore_index, case.mask_segment_starts)
             got, want = _prefix(new[key], s_old), old[key]
             if isinstance(got, torch.Tensor) and got.shape == want.shape and not torch.equal(got, want):
-                blamed = ", ".join(label_clauses(got, want, targets))
+                blamed = ", ".join(relation_label_clauses(got != want, targets))
                 assert_tensor_equal("labels[:, :S_old]", got, want, clause=blamed, call=call)
         assert_field_equal(
             key,
@@ -435,7 +405,14 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
 
 
 @pytest.mark.clause(
-    "ctb-boundaries-from-zeros", "ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "ctb-shift"
+    "ctb-boundaries-from-zeros",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-document-ids",
+    "ctb-shift",
+    "ctb-segment-starts",
+    "ctb-cross-document-targets",
+    "ctb-input-errors",
 )
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
@@ -459,13 +436,13 @@ def test_boundaries_never_depend_on_token_values(backend, data):
         )
         for b, row in enumerate(case.rows)
     ]
-    xdoc = _draw_xdoc(data, backend)
-    output_format = _draw_format(data, backend)
-    contract = _usable_contract(case.contract, backend)
+    xdoc = cs.draw_xdoc(data, backend)
+    output_format = cs.draw_format(data, backend)
+    contract = cs.usable_contract(case.contract, backend)
     options = dict(
         ignore_index=ignore, mask_segment_starts=case.mask_segment_starts, xdoc=xdoc, output_format=output_format
     )
-    call = f"{_call(case.rows, contract, **options)} vs the same call on other tokens: {describe_rows(replaced)}"
+    call = f"{cs.describe_call(case.rows, contract, **options)} vs the same call on other tokens: {describe_rows(replaced)}"
 
     old = convert(backend, case.rows, contract, **options)
     new = convert(backend, replaced, contract, **options)
@@ -478,17 +455,26 @@ def test_boundaries_never_depend_on_token_values(backend, data):
         clause="ctb-boundaries-from-zeros",
         call=call,
     )
+    # a label that breaks the relation is blamed on the rule that governs it (padding target,
+    # subdocument start, shift), since either call may be the wrong one
+    targets = label_targets(case.rows, ignore, case.mask_segment_starts)
+
+    def governing(got, want) -> str:
+        differ = got != want if got.shape == want.shape else torch.ones_like(want, dtype=torch.bool)
+        return ", ".join(relation_label_clauses(differ, targets)) or "ctb-shift"
+
+    masked_new, masked_old = new["labels"] == ignore, old["labels"] == ignore
     assert_tensor_equal(
         "labels == ignore_index (the masked labels)",
-        new["labels"] == ignore,
-        old["labels"] == ignore,
-        clause="ctb-padding-labels",
+        masked_new,
+        masked_old,
+        clause=governing(masked_new, masked_old),
         call=call,
     )
     tokens = torch.tensor([row.tokens for row in replaced], dtype=torch.int64)
     assert_tensor_equal("input_ids", new["input_ids"], tokens[:, :-1], clause="ctb-shift", call=call)
     want_labels = torch.where(old["labels"] == ignore, torch.tensor(ignore, dtype=torch.int64), tokens[:, 1:])
-    assert_tensor_equal("labels", new["labels"], want_labels, clause="ctb-shift", call=call)
+    assert_tensor_equal("labels", new["labels"], want_labels, clause=governing(new["labels"], want_labels), call=call)
 
 
 # -- 5./6. the unpacked route -----------------------------------------------------------
@@ -536,14 +522,14 @@ def _unpacked_case(data, backend, pad_token_ids: list[int]):
     options = dict(
         ignore_index=data.draw(st.sampled_from(cs.IGNORE_INDICES), label="ignore_index"),
         mask_segment_starts=data.draw(st.booleans(), label="mask_segment_starts"),
-        xdoc=_draw_xdoc(data, backend),
-        output_format=_draw_format(data, backend),
+        xdoc=cs.draw_xdoc(data, backend),
+        output_format=cs.draw_format(data, backend),
     )
-    contract = _usable_contract(data.draw(cs.contracts(), label="contract"), backend)
+    contract = cs.usable_contract(data.draw(cs.contracts(), label="contract"), backend)
     return length, rows, contract, options
 
 
-@pytest.mark.clause("unpacked-padding", "unpacked-same-route")
+@pytest.mark.clause("unpacked-padding", "unpacked-same-route", "ctb-input-errors")
 @pytest.mark.requires("convert_text_batch", "unpacked")
 @given(data=st.data())
 def test_pad_to_length_equals_pre_padded_rows(backend, data):
@@ -553,7 +539,7 @@ def test_pad_to_length_equals_pre_padded_rows(backend, data):
     length, rows, contract, options = _unpacked_case(data, backend, [pad_token_id])
     padded = [_pre_padded(row, length, pad_token_id) for row in rows]
     call = (
-        f"{_call(rows, contract, **options, pad_to_length=length, pad_token_id=pad_token_id)} vs "
+        f"{cs.describe_call(rows, contract, **options, pad_to_length=length, pad_token_id=pad_token_id)} vs "
         f"the rows padded by hand: {describe_rows(padded)}"
     )
 
@@ -564,7 +550,7 @@ def test_pad_to_length_equals_pre_padded_rows(backend, data):
     assert_batch_equal(out, want, clause="unpacked-padding", call=call)
 
 
-@pytest.mark.clause("unpacked-padding", "ctb-shift")
+@pytest.mark.clause("unpacked-padding", "ctb-shift", "ctb-input-errors")
 @pytest.mark.requires("convert_text_batch", "unpacked")
 @given(data=st.data())
 def test_pad_token_id_changes_only_the_appended_slots(backend, data):
@@ -575,7 +561,7 @@ def test_pad_token_id_changes_only_the_appended_slots(backend, data):
     second = data.draw(PAD_TOKEN_IDS.filter(lambda v: v != first), label="other_pad_token_id")
     length, rows, contract, options = _unpacked_case(data, backend, [first, second])
     call = (
-        f"{_call(rows, contract, **options, pad_to_length=length, pad_token_id=first)} vs the same call "
+        f"{cs.describe_call(rows, contract, **options, pad_to_length=length, pad_token_id=first)} vs the same call "
         f"with pad_token_id={second}"
     )
 

@@ -998,7 +998,22 @@ def case_default_collater():
         {"input_ids": [1, 2, 3], "labels": [2, 3, 4], "attention_mask": [1, 1, 1], "segment": [5, 5, 5]},
         {"input_ids": [4], "labels": [5], "attention_mask": [1], "segment": [6]},
     ]
+    big = 2**40 + 3  # far above the int32 range, inside int64
     cases = [
+        _dcoll(
+            "int64_ids_beyond_int32",
+            ["dcoll-fields"],
+            "list values far above the int32 range and at the int64 edges come back exactly, as int64",
+            [
+                {"input_ids": [big, 2**63 - 1, -(2**63)], "labels": [big + 1, -100, 5]},
+                {"input_ids": [2**31], "labels": [2**32]},
+            ],
+            {
+                "input_ids": long([[big, 2**63 - 1, -(2**63)], [2**31, 0, 0]]),
+                "labels": long([[big + 1, -100, 5], [2**32, -100, -100]]),
+            },
+            keys=["input_ids", "labels", "padding_mask"],
+        ),
         _dcoll(
             "pad_values_per_key",
             ["dcoll-fields", "dcoll-pad-values", "dcoll-padding-mask"],

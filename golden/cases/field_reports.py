@@ -656,10 +656,10 @@ def case_f11():
         ),
         convert_case(
             "f11_zero_supervised_labels_thd",
-            ["thd-lengths"],
+            ["thd-lengths", "ctb-document-ids"],
             "F11 THD + msk",
             F11_TINY,
-            {"labels": long([[-100, -100, -100]]), "seq_lens": long([[1, 1, 1]])},
+            {"labels": long([[-100, -100, -100]]), "document_ids": long([[1, 2, 3]]), "seq_lens": long([[1, 1, 1]])},
             contract=METADATA_CONTRACT,
             mask_segment_starts=True,
             output_format="thd",

@@ -75,7 +75,6 @@ def case_stream():
             "outcomes": [True, _batch(0, -1), True, _batch(1, -1), _batch(2, -1), "StopIteration", "StopIteration"],
             "iter_calls_at_construction": 0,
             "iter_calls": 1,
-            "batches_taken": 3,
             "stream_closed": 1,
             "batches_converted": 3,
             "converted_in_stream_order": True,
@@ -96,7 +95,6 @@ def case_close():
                 "outcomes": [_batch(0), None, None, "StopIteration", True, "StopIteration"],
                 "iter_calls_at_construction": 0,
                 "iter_calls": 1,
-                "batches_taken": 1,
                 "stream_closed": 1,
                 "batches_converted": 1,
             },
@@ -127,7 +125,6 @@ def case_failures():
             expected={
                 "outcomes": [_batch(0), {"raised": "RuntimeError", "same_exception": True}, "StopIteration"],
                 "iter_calls": 1,
-                "batches_taken": 1,
                 "stream_closed": 1,
                 "batches_converted": 1,
             },
@@ -142,7 +139,6 @@ def case_failures():
             expected={
                 "outcomes": [{"raised": "ValueError", "same_exception": True}, "StopIteration"],
                 "iter_calls": 1,
-                "batches_taken": 1,
                 "stream_closed": 1,
                 "batches_converted": 1,
             },

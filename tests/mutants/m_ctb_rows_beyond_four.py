@@ -1,4 +1,4 @@
-"""rows b >= 4 keep the label of their last real input (target: the first pad). Breaks: [ctb-padding-labels]"""
+"""rows b >= 4 keep the label of their last real input (target: the first pad). Breaks: [ctb-padding-labels], [unpacked-padding]"""
 
 from mutant_base import converting, padding_counts, reference_with, token_field
 

@@ -61,7 +61,12 @@ def run_mutant(name: str, workdir: Path) -> dict:
     """Run the suite against one mutant; its row of the kill table."""
     summary, clauses = declared(mutants()[name])
     report_dir = workdir / name
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+        # no shrinking: the verdict and the blame of the first failing example are what a sweep reads
+        BATCHSPEC_HYPOTHESIS_PROFILE=os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec-sweep"),
+    )
     command = [
         sys.executable,
         "-m",
