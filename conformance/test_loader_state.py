@@ -49,6 +49,7 @@ from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import (
     SpyPipeline,
+    check_exact_resume,
     corpus_pipeline,
     index_pipeline,
     make_loader,
@@ -131,9 +132,10 @@ def test_load_then_state_dict_round_trips_and_resumes(backend, scratch):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-iter-then-load", "state-exact-resume")
+@pytest.mark.clause("state-iter-then-load", "state-exact-resume", "state-after-start")
 def test_iter_then_load_resumes(backend, scratch):
     """F17: it = iter(L3); L3.load_state_dict(S); list(it) gives [5]..[9]."""
+    check_exact_resume(backend, scratch)  # the plain resume first: its failure is its own clauses'
     saved = saved_after(backend, scratch, 5)
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     iterator = iter(loader)
@@ -158,8 +160,9 @@ def test_load_after_next_raises_runtime_error(backend, scratch, which):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-load-twice", "state-roundtrip")
+@pytest.mark.clause("state-load-twice", "state-roundtrip", "state-after-start", "state-exact-resume")
 def test_loading_twice_the_last_wins(backend, scratch):
+    check_exact_resume(backend, scratch)  # the plain resume first: its failure is its own clauses'
     first, second = saved_after(backend, scratch, 2), saved_after(backend, scratch, 7)
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     loader.load_state_dict(first)
@@ -188,10 +191,11 @@ def test_state_after_close_covers_returned_batches(backend, scratch):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-end-of-epoch", "state-roundtrip", "state-after-start")
+@pytest.mark.clause("state-end-of-epoch", "state-roundtrip", "state-after-start", "state-exact-resume")
 @pytest.mark.parametrize("when", ["after-stop-iteration", "after-last-batch"])
 def test_end_of_epoch_state_does_not_replay(backend, scratch, when):
     """F16 finite: N=4, redistribute, c=2; resuming the final state yields nothing."""
+    check_exact_resume(backend, scratch)  # the plain resume first: its failure is its own clauses'
     loader = make_loader(backend, index_pipeline(scratch, 4, 2, "redistribute"))
     if when == "after-stop-iteration":
         assert list(loader) == [[0], [1], [2], [3]]
@@ -278,8 +282,9 @@ def test_malformed_state_mapping_is_rejected(backend, scratch, name, error):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-load-empty")
+@pytest.mark.clause("state-load-empty", "state-after-start", "state-exact-resume")
 def test_empty_state_after_a_non_empty_load_is_rejected(backend, scratch):
+    check_exact_resume(backend, scratch)  # the plain resume first: its failure is its own clauses'
     saved = saved_after(backend, scratch, 5)
     loader = make_loader(backend, index_pipeline(scratch, 10, 2, "redistribute"))
     loader.load_state_dict(saved)
@@ -325,9 +330,10 @@ def test_fingerprint_mismatch_names_both_fingerprints(backend, scratch, other):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-fingerprint", "state-exact-resume")
+@pytest.mark.clause("state-fingerprint", "state-exact-resume", "state-after-start")
 def test_fingerprint_ignores_runtime_options(backend, scratch):
     """Runtime options (runner, prefetch, aggregate_dir, run_id) do not change the fingerprint."""
+    check_exact_resume(backend, scratch)  # the plain resume first: its failure is its own clauses'
     saved = saved_after(backend, scratch, 4)
     pipeline = index_pipeline(scratch / "other", 10, 2, "redistribute", run_id="another-run")
     loader = make_loader(backend, pipeline)
@@ -371,8 +377,15 @@ def test_state_is_identical_across_processes(backend, scratch):
 
 
 @pytest.mark.requires("zephon_loader", "zephon_state")
-@pytest.mark.clause("state-canonical-replicas", "state-load-validates-first", "state-load-validates-first.7")
+@pytest.mark.clause(
+    "state-canonical-replicas",
+    "state-load-validates-first",
+    "state-load-validates-first.7",
+    "state-after-start",
+    "state-exact-resume",
+)
 def test_canonical_replicas_change_names_both_values(backend, scratch):
+    check_exact_resume(backend, scratch)  # the plain resume first: its failure is its own clauses'
     saved = saved_after(backend, scratch, 2, n=12, canonical_replicas=2)
     loader = make_loader(backend, index_pipeline(scratch, 12, 2, "redistribute", canonical_replicas=3))
     assert_raises(

@@ -135,7 +135,10 @@ def test_conditional_clauses_apply_only_under_their_condition():
     assert field_clauses("position_ids", positions, ["unpacked-padding"], {"unpacked"}) == ("unpacked-padding",)
 
 
-def test_masking_a_subdocuments_first_input_breaks_the_segment_starts_rule():
+def test_masking_a_kept_label_breaks_the_shift_even_at_a_subdocuments_first_input():
+    """Masking masks targets that start a subdocument, never a kept label: a kept label masked
+    at a subdocument's first input breaks [ctb-shift] (labels are the next tokens wherever no
+    masking rule applies), as any other kept label masked would."""
     contract, output_format = ROUTES["document_ids+metadata"]
     expected = reference.convert_text_batch(sample_batch(ROWS), contract, IGNORE, True, False, output_format)
     wrong = expected["labels"].clone()
@@ -143,4 +146,4 @@ def test_masking_a_subdocuments_first_input_breaks_the_segment_starts_rule():
     masking = label_targets(ROWS, IGNORE, True)
     with pytest.raises(ClauseFailure) as caught:
         assert_training_batch_equal({**expected, "labels": wrong}, expected, clause="", call="X", targets=masking)
-    assert caught.value.clauses == ("ctb-segment-starts",)
+    assert caught.value.clauses == ("ctb-shift",)

@@ -3,6 +3,7 @@ the suite's own asserts (conformance/helpers/asserts.py)."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, ass
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
 from batchspec.conformance.helpers.inputs import Row
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.pipelines import check_exact_resume
 
 __all__ = ["run_stored_case"]
 
@@ -103,6 +105,14 @@ def _assert_loader_output(case: StoredCase, output: Any, clause: str, call_text:
         converted += 1
 
 
+def _reads_state_after_start(script) -> bool:
+    """Whether a checkpoint-state script reads, saves or loads a state after iterating: what it
+    then sees depends on a plain save-and-resume being right."""
+    verbs = [action.partition(":")[0] for action in script]
+    started = [i for i, verb in enumerate(verbs) if verb in ("next", "rest")]
+    return bool(started) and any(verb in ("state", "save", "same", "load") for verb in verbs[started[0] :])
+
+
 def run_stored_case(impl: Any, case: StoredCase) -> None:
     """Run one stored case against ``impl`` (the backend fixture); raise ``ClauseFailure`` (an
     ``AssertionError``) with a message naming the case, the clause and the first mismatches.
@@ -111,7 +121,10 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
     field by field and blamed on the clauses of the first field that differs
     (``conformance/helpers/fields.py``), its key set on [tb-keys]; any other mapping output key
     by key, blamed on that key's clauses (``conformance/golden/blame.py``); a modified input on
-    the function's no-mutation clause; anything else on the case's clauses."""
+    the function's no-mutation clause; anything else on the case's clauses. A checkpoint-state
+    script that reads a state after iterating first checks a plain save-and-resume (``check_exact_resume``),
+    so that a loader whose resume is off is blamed on [state-after-start] and
+    [state-exact-resume]."""
     __tracebackhide__ = True
     record = case.record
     clause = ",".join(case.clauses)
@@ -125,6 +138,9 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
             clause=",".join(error_clauses(case.clauses)),
         )
         return
+    if case.function == "ZephonDataLoader.state" and _reads_state_after_start(record["options"]["script"]):
+        with tempfile.TemporaryDirectory(prefix="batchspec-resume-") as scratch:
+            check_exact_resume(impl, scratch)  # a plain resume that is off is its own clauses' failure
     output, mutated = call(impl, case.function, case.inputs, record["options"])
     spec = adapter(case.function)
     no_mutation = list(spec.no_mutation) or [c for c in case.clauses if c.endswith("no-mutation")] or list(case.clauses)

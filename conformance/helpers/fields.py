@@ -123,7 +123,7 @@ class LabelTargets:
     starts: torch.Tensor  # bool [B, S]: the target starts a subdocument
     ignore_index: int
     mask_segment_starts: bool
-    input_starts: torch.Tensor | None = None  # bool [B, S]: the input (token i) starts a subdocument
+    tokens: tuple[tuple[int, ...], ...] = ()  # the unshifted tokens of each row (target i is token i + 1)
 
 
 def label_targets(
@@ -142,19 +142,23 @@ def label_targets(
         padding.append(n)
     pad = [[i + 1 >= len(p) - n for i in range(len(p) - 1)] for p, n in zip(positions, padding)]
     starts = [[p[i + 1] == 0 for i in range(len(p) - 1)] for p in positions]
-    inputs = [[p[i] == 0 for i in range(len(p) - 1)] for p in positions]
-    return LabelTargets(
-        torch.tensor(pad), torch.tensor(starts), ignore_index, mask_segment_starts, torch.tensor(inputs)
-    )
+    tokens = tuple(tuple(row.tokens) for row in rows)
+    return LabelTargets(torch.tensor(pad), torch.tensor(starts), ignore_index, mask_segment_starts, tokens)
+
+
+def _target(targets: LabelTargets, b: int, i: int) -> int | None:
+    """The token label ``(b, i)`` targets, when the row holds it (not an appended pad)."""
+    row = targets.tokens[b] if b < len(targets.tokens) else ()
+    return row[i + 1] if i + 1 < len(row) else None
 
 
 def label_clauses(got: torch.Tensor, want: torch.Tensor, targets: LabelTargets) -> tuple[str, ...]:
     """The label rules the differing elements of ``got`` break: a label whose target is padding
     [ctb-padding-labels]; whose target starts a subdocument ([ctb-segment-starts] with masking;
     [ctb-cross-document-targets] without, when it is masked, [ctb-shift] when it holds another
-    token); a kept label masked at a subdocument's first input
-    under masking [ctb-segment-starts] (it masks targets, not inputs); a masked label holding
-    another value than ``ignore_index`` [ctb-ignore-index]; any other [ctb-shift]."""
+    token); a masked label holding another value than ``ignore_index`` [ctb-ignore-index]; any
+    other [ctb-shift], a kept label masked included (masking masks targets, never a kept label,
+    also not at a subdocument's first input)."""
     ignore = targets.ignore_index
     rules = set()
     for b, i in torch.nonzero(got != want).tolist():
@@ -165,26 +169,12 @@ def label_clauses(got: torch.Tensor, want: torch.Tensor, targets: LabelTargets) 
             rules.add("ctb-segment-starts" if targets.mask_segment_starts else "ctb-cross-document-targets")
         elif want[b, i] == ignore:
             rules.add("ctb-ignore-index")  # masked, but with another value
-        elif (
-            got[b, i] == ignore
-            and targets.mask_segment_starts
-            and targets.input_starts is not None
-            and targets.input_starts[b, i]
-            and not _targets_row_end(targets, b, i)  # a row's last label: the shift's, as much as a start's
-        ):
-            rules.add("ctb-segment-starts")
-        else:
+        else:  # a kept label that is wrong (masked, e.g. at an input instead of a target, or moved)
             rules.add("ctb-shift")
-        if want[b, i] == ignore and got[b, i] != ignore and got[b, i] < 0:
-            rules.add("ctb-ignore-index")  # masked, but with another sentinel value
+        held = int(got[b, i])
+        if want[b, i] == ignore and held != ignore and held < 0 and held != _target(targets, b, i):
+            rules.add("ctb-ignore-index")  # masked, but with another sentinel value (not its target token)
     return tuple(sorted(rules))
-
-
-def _targets_row_end(targets: LabelTargets, b: int, i: int) -> bool:
-    """Whether label ``(b, i)`` targets the row's last real token (the next one is padding or
-    the row ends)."""
-    last = targets.padding.shape[1] - 1
-    return i == last or bool(targets.padding[b, i + 1])
 
 
 def _only_at_padding(got: Any, want: Any, expected: Mapping[str, Any]) -> bool:

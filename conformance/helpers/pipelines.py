@@ -7,7 +7,8 @@ Node.js API corpus (``golden/corpus/nodejs-api``) → ``tokenize`` with the comm
 field reports F16/F17 (docs/sources.md#loader-state-setup), read with ``row_indices`` as
 ``convert_batch``. Both are deterministic: inline runner, no prefetch, fixed seed. Zephon's scratch state goes under
 ``scratch_dir`` (never the shared ``$TMPDIR``). ``RecordingPipeline`` (a stand-in) and
-``SpyPipeline`` (around a real one) record how a loader drives them.
+``SpyPipeline`` (around a real one) record how a loader drives them. ``check_exact_resume`` is
+the plain save-and-resume that checks of other state clauses run first.
 """
 
 from __future__ import annotations
@@ -15,9 +16,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from batchspec.conformance.helpers.asserts import ClauseFailure
 from batchspec.conformance.helpers.corpus import PAD_ID, SHARD_DIR, CorpusTokenizer, corpus_texts
 
-__all__ = ["RecordingPipeline", "SpyPipeline", "corpus_pipeline", "index_pipeline", "make_loader", "row_indices"]
+__all__ = [
+    "RESUME_CLAUSES",
+    "RecordingPipeline",
+    "SpyPipeline",
+    "check_exact_resume",
+    "corpus_pipeline",
+    "index_pipeline",
+    "make_loader",
+    "row_indices",
+]
 
 
 def corpus_pipeline(
@@ -141,6 +152,48 @@ def make_loader(backend, pipeline):
     from batchspec.conformance.helpers.inputs import Contract
 
     return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
+
+
+RESUME_CLAUSES = ("state-after-start", "state-exact-resume")
+
+
+def check_exact_resume(backend, scratch_dir, n=10, chunk_size=2, policy="redistribute", *, after=3, **options) -> None:
+    """The prerequisite of every check that reads a resumed stream: over F17's index pipeline
+    (``index_pipeline``'s settings), a state saved after ``after`` batches and loaded into a new
+    loader resumes exactly the rest of the uninterrupted stream ([state-after-start],
+    [state-exact-resume]). A check of another state clause (loading twice, loading after a
+    rejected load, ...) runs it first, so that a loader whose plain save-and-resume is off is
+    blamed on these two clauses, not on the clause the check is about.
+
+    Raises:
+        ClauseFailure: blamed on [state-after-start] and [state-exact-resume], naming both streams.
+    """
+    __tracebackhide__ = True
+    root = Path(scratch_dir) / "exact-resume-probe"
+    catalog = os.environ.get("ZEPHON_CATALOG_DIR")
+    os.environ["ZEPHON_CATALOG_DIR"] = str(root / "catalog")  # Zephon's scratch state stays under scratch_dir
+    try:
+        whole = list(make_loader(backend, index_pipeline(root / "whole", n, chunk_size, policy, **options)))
+        first = make_loader(backend, index_pipeline(root / "first", n, chunk_size, policy, **options))
+        for _ in range(after):
+            next(first)
+        state = first.state_dict()
+        first.close()
+        resumed = make_loader(backend, index_pipeline(root / "resumed", n, chunk_size, policy, **options))
+        resumed.load_state_dict(state)
+        rest = list(resumed)
+    finally:
+        if catalog is None:
+            os.environ.pop("ZEPHON_CATALOG_DIR", None)
+        else:
+            os.environ["ZEPHON_CATALOG_DIR"] = catalog
+    if rest != whole[after:]:
+        raise ClauseFailure(
+            f"a state saved after {after} batches resumes {rest}, but should resume the rest of the stream "
+            f"{whole[after:]} (uninterrupted: {whole}) [state-after-start, state-exact-resume: "
+            f"index_pipeline(n={n}, chunk_size={chunk_size}, policy={policy!r}, {options})]",
+            RESUME_CLAUSES,
+        )
 
 
 def row_indices(sample_batch) -> list[int]:

@@ -1,4 +1,4 @@
-"""mask_segment_starts masks the label at a subdocument's first input, not its target. Breaks: [ctb-segment-starts]"""
+"""mask_segment_starts masks the label at a subdocument's first input, not its target. Breaks: [ctb-segment-starts], [ctb-shift]"""
 
 import torch
 from mutant_base import converting, reference_with
