@@ -28,7 +28,15 @@ import pytest
 import torch
 
 from batchspec.conformance.helpers.asserts import ClauseFailure
-from batchspec.conformance.helpers.inputs import Contract, Row, describe_rows, payload_form, sample_batch
+from batchspec.conformance.helpers.inputs import (
+    Contract,
+    Row,
+    assert_batch_unchanged,
+    batch_state,
+    describe_rows,
+    payload_form,
+    sample_batch,
+)
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
 from batchspec.conformance.helpers.storage import shared_storage, tensors_in
 from batchspec.conformance.helpers.stored import stored_inputs, stored_rows
@@ -90,8 +98,8 @@ def _convert_configs() -> list:
 CONVERT_CONFIGS = _convert_configs()
 
 
-def _call_convert(backend, options: Mapping[str, Any], form: str = "lists"):
-    batch = payload_form(sample_batch(options["rows"]), form)
+def _call_convert(backend, options: Mapping[str, Any], form: str = "lists", batch=None):
+    batch = payload_form(sample_batch(options["rows"]), form) if batch is None else batch
     out = backend.convert_text_batch(
         batch,
         options["contract"],
@@ -317,11 +325,15 @@ def test_default_collater_keeps_the_device_of_tensor_fields(backend, device):
 @pytest.mark.parametrize("form", ["lists", "numpy", "tensor"])
 @pytest.mark.parametrize("options", CONVERT_CONFIGS)
 def test_convert_text_batch_outputs_share_no_storage(backend, options, form):
-    """No two output keys share storage (``attention_mask`` under a ``document_ids`` contract
-    is not ``attention_document_ids``, ``_packed_seq_ids`` is a tensor of its own, THD's
-    ``seq_lens_padded`` is not ``seq_lens``), and no output shares storage with a payload
-    array or tensor of the SampleBatch."""
-    out, batch, call = _call_convert(backend, options, form)
+    """On every route and option combination and payload form: no two output keys share storage
+    (``attention_mask`` under a ``document_ids`` contract is not ``attention_document_ids``,
+    ``_packed_seq_ids`` is a tensor of its own, THD's ``seq_lens_padded`` is not ``seq_lens``),
+    no output shares storage with a payload array or tensor of the SampleBatch, and the call
+    leaves the SampleBatch's records, payloads and meta as they were [ctb-no-mutation]."""
+    batch = payload_form(sample_batch(options["rows"]), form)
+    before = batch_state(batch)
+    out, batch, call = _call_convert(backend, options, form, batch)
+    assert_batch_unchanged(before, batch, what="by the call", call=call)
     returned = _returned_tensors(out)
     _assert_no_pairs(shared_storage(returned), "every key should hold a tensor of its own", call=call)
     payload = {

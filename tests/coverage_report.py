@@ -51,12 +51,6 @@ CATEGORIES = {
 # key -> (category, why the conformance run never takes it).
 EXPLANATIONS: dict[str, tuple[str, str]] = {
     # attention.py
-    "attention.py:enable_xdoc_attention:if not tokens: -> continue": (
-        "gap",
-        "A row whose `document_ids` skip an id (1 and 3, no 2). [xdoc-positions] walks the subdocuments in "
-        "increasing id, so the case is defined, but `convert_text_batch` never numbers with a gap "
-        "([ctb-document-ids]) and no xdoc case or property hands `enable_xdoc_attention` gapped ids.",
-    ),
     # checkpoint.py
     'checkpoint.py:encode_state:if not isinstance(state, dict): -> raise TypeError(f"state must be the dict pipe...': (
         "unreachable",

@@ -146,6 +146,13 @@ def label_targets(
     return LabelTargets(torch.tensor(pad), torch.tensor(starts), ignore_index, mask_segment_starts, tokens)
 
 
+def _input(targets: LabelTargets, b: int, i: int) -> int | None:
+    """The input token of label ``(b, i)`` (a label holding it is unshifted, [ctb-shift], even when
+    its value is also ``ignore_index``)."""
+    row = targets.tokens[b] if b < len(targets.tokens) else ()
+    return row[i] if i < len(row) else None
+
+
 def _target(targets: LabelTargets, b: int, i: int) -> int | None:
     """The token label ``(b, i)`` targets, when the row holds it (not an appended pad)."""
     row = targets.tokens[b] if b < len(targets.tokens) else ()
@@ -164,7 +171,9 @@ def label_clauses(got: torch.Tensor, want: torch.Tensor, targets: LabelTargets) 
     for b, i in torch.nonzero(got != want).tolist():
         if want[b, i] == ignore and targets.padding[b, i]:
             rules.add("ctb-padding-labels")
-        elif targets.starts[b, i] and (targets.mask_segment_starts or got[b, i] == ignore):
+        elif targets.starts[b, i] and (
+            targets.mask_segment_starts or (got[b, i] == ignore and int(got[b, i]) != _input(targets, b, i))
+        ):
             # masking decides the label: [ctb-segment-starts] masks it, [ctb-cross-document-targets] keeps it
             rules.add("ctb-segment-starts" if targets.mask_segment_starts else "ctb-cross-document-targets")
         elif want[b, i] == ignore:

@@ -9,9 +9,6 @@ under test is reached only through the ``backend`` fixture.
 
 from __future__ import annotations
 
-import copy
-
-import numpy as np
 import pytest
 import torch
 from hypothesis import given
@@ -21,7 +18,15 @@ from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal, check, valid_input
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
-from batchspec.conformance.helpers.inputs import Contract, describe_rows, payload_form, sample_batch, with_token_field
+from batchspec.conformance.helpers.inputs import (
+    Contract,
+    assert_batch_unchanged,
+    batch_state,
+    describe_rows,
+    payload_form,
+    sample_batch,
+    with_token_field,
+)
 from batchspec.conformance.helpers.invariants import (
     check_converted_batch,
     expected_packed_metadata,
@@ -100,63 +105,6 @@ def _describe(case: cs.PackedBatch, route: cs.Route) -> str:
     )
 
 
-def _snapshot(value):
-    """A deep copy that compares by value: arrays and tensors become lists."""
-    if isinstance(value, torch.Tensor):
-        return ("tensor", value.dtype, value.tolist())
-    if isinstance(value, np.ndarray):
-        return ("ndarray", value.dtype.str, value.tolist())
-    if isinstance(value, dict):
-        return {key: _snapshot(v) for key, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, [_snapshot(v) for v in value])
-    return copy.deepcopy(value)
-
-
-def _batch_state(batch):
-    """Identity and value snapshot of a ``SampleBatch``: its records, payloads and meta."""
-    return {
-        "records": (id(batch.records), len(batch.records)),
-        "record": [
-            {
-                "object": id(record),
-                "payload": id(record.payload),
-                "payload keys": sorted(record.payload),
-                "payload objects": {key: id(value) for key, value in record.payload.items()},
-                "payload values": _snapshot(record.payload),
-                "meta": id(record.meta),
-                "meta values": copy.deepcopy(record.meta),
-            }
-            for record in batch.records
-        ],
-    }
-
-
-def _assert_unchanged(before, batch, *, what: str, call: str) -> None:
-    """The ``SampleBatch`` holds the same objects with the same values as in ``before``."""
-    __tracebackhide__ = True
-    after = _batch_state(batch)
-    if after["records"] != before["records"]:
-        raise ClauseFailure(
-            f"sample_batch.records was replaced {what}, but should be untouched [ctb-no-mutation: {call}]",
-            "ctb-no-mutation",
-        )
-    for index, (now, then) in enumerate(zip(after["record"], before["record"])):
-        for part in then:
-            if now[part] != then[part]:
-                if part in ("object", "payload", "meta"):
-                    shown = " (replaced by another object)"
-                elif part == "payload objects":
-                    replaced = sorted(key for key in then[part] if now[part].get(key) != then[part][key])
-                    shown = f": payload entries {replaced} were replaced by other objects"
-                else:
-                    shown = f": {now[part]!r}, but should be {then[part]!r}"
-                raise ClauseFailure(
-                    f"sample_batch.records[{index}] {part} changed {what}{shown} [ctb-no-mutation: {call}]",
-                    "ctb-no-mutation",
-                )
-
-
 @pytest.mark.clause("ctb-no-mutation", "ctb-input-errors")
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
@@ -171,17 +119,17 @@ def test_convert_text_batch_does_not_mutate_input(backend, data):
     field, decoys = cs.draw_token_fields(data)
     call = f"{_describe(case, route)} with payloads as {form}, the tokens under {field!r}, decoys {list(decoys)}"
     batch = payload_form(with_token_field(sample_batch(case.rows), field, decoys), form)
-    before = _batch_state(batch)
+    before = batch_state(batch)
 
     with valid_input(call):
         out = backend.convert_text_batch(batch, *_arguments(case, route))
-    _assert_unchanged(before, batch, what="by the call", call=call)
+    assert_batch_unchanged(before, batch, what="by the call", call=call)
 
     # The outputs share no storage with the input: overwrite them all in place.
     for value in out.values():
         if isinstance(value, torch.Tensor):
             value.fill_(True if value.dtype == torch.bool else -12345)
-    _assert_unchanged(before, batch, what="after overwriting the returned tensors in place", call=call)
+    assert_batch_unchanged(before, batch, what="after overwriting the returned tensors in place", call=call)
 
 
 # What the reference comparison checks; a differing field is blamed on its own clauses among these.
