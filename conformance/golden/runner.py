@@ -58,10 +58,10 @@ def _assert_output_equal(case: StoredCase, output: Any, clause: str, call_text: 
 
 
 def _assert_loader_output(case: StoredCase, output: Any, clause: str, call_text: str) -> None:
-    """A loader scenario: what the loader did with the stream (outcome kinds, pipeline counts)
-    on the case's clauses first; then each converted batch field by field, blamed on the
-    field's clauses (``assert_training_batch_equal``), with the label targets of the stream's
-    batch it converts."""
+    """A loader scenario: what the loader did with the stream first, the outcome kinds on the
+    case's clauses and each pipeline counter on its own clauses (``blame``); then each converted
+    batch field by field, blamed on the field's clauses (``assert_training_batch_equal``), with
+    the label targets of the stream's batch it converts."""
     __tracebackhide__ = True
     expected = case.expected
     if not (isinstance(output, Mapping) and isinstance(expected, Mapping)):
