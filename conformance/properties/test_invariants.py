@@ -22,7 +22,6 @@ from batchspec.conformance.helpers.inputs import (
     Contract,
     assert_batch_unchanged,
     batch_state,
-    describe_rows,
     payload_form,
     sample_batch,
     with_token_field,
@@ -32,15 +31,6 @@ from batchspec.conformance.helpers.invariants import (
     expected_packed_metadata,
     expected_unpad_data,
 )
-
-
-def _call(case: cs.PackedBatch) -> str:
-    """A runnable description of one ``convert_text_batch`` call on drawn rows."""
-    return (
-        f"convert_text_batch(sample_batch({describe_rows(case.rows)}), {case.contract!r}, "
-        f"ignore_index={case.ignore_index}, mask_segment_starts={case.mask_segment_starts}, "
-        "allow_cross_document_attention=False)"
-    )
 
 
 @pytest.mark.clause(
@@ -65,7 +55,15 @@ def _call(case: cs.PackedBatch) -> str:
 @given(data=st.data())
 def test_converted_batch_invariants(backend, data):
     case = data.draw(cs.packed_batches(), label="case")
-    with valid_input(_call(case)):
+    with valid_input(
+        cs.describe_call(
+            case.rows,
+            case.contract,
+            ignore_index=case.ignore_index,
+            mask_segment_starts=case.mask_segment_starts,
+            xdoc=False,
+        )
+    ):
         out = backend.convert_text_batch(
             sample_batch(case.rows), case.contract, case.ignore_index, case.mask_segment_starts, False
         )
@@ -75,7 +73,13 @@ def test_converted_batch_invariants(backend, data):
         ignore_index=case.ignore_index,
         mask_segment_starts=case.mask_segment_starts,
         contract=case.contract,
-        call=_call(case),
+        call=cs.describe_call(
+            case.rows,
+            case.contract,
+            ignore_index=case.ignore_index,
+            mask_segment_starts=case.mask_segment_starts,
+            xdoc=False,
+        ),
     )
 
 

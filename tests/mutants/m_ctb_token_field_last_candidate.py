@@ -2,7 +2,7 @@
 
 import copy
 
-from mutant_base import converting, reference_with, token_field
+from mutant_base import converting, reference, reference_with
 
 
 def _read_the_last_candidate(call):
@@ -10,12 +10,9 @@ def _read_the_last_candidate(call):
         return  # the reference reports what it is
     batch = copy.deepcopy(call["sample_batch"])  # the caller's batch stays untouched
     for record in batch.records:
-        while any(name in record.payload for name in ("input_ids", "tokens", "token_ids", "ids")):
-            first = token_field(record)
-            rest = [name for name in ("tokens", "token_ids", "ids") if name in record.payload and name != first]
-            if not rest:
-                break
-            del record.payload[first]
+        present = [name for name in reference.TOKEN_FIELD_CANDIDATES if name in record.payload]
+        for name in present[:-1]:
+            del record.payload[name]
     call["sample_batch"] = batch
 
 
