@@ -2,6 +2,7 @@
 directory (a backend's own repository, its CI).
 
     batchspec --backend=NAME [--device=cuda] [pytest options] [conformance/test_x.py::test ...]
+    batchspec check-model --config <config.json | model dir> [--backend NAME] [...]
 
 ``NAME`` is a built-in backend (``reference``, ``vectorized``), one registered in the
 ``batchspec.backends`` entry-point group, or an importable ``module`` / ``module:attribute``.
@@ -15,6 +16,9 @@ verdict's status (conformance/verdict.py). Tests run in a pytest-xdist worker (`
 ``-n`` is given; ``-p no:xdist`` runs them in this process), so a backend that crashes fails
 the test it crashed in, and one that hangs fails it after the per-test timeout (``--timeout``,
 default 900 s); the run then goes on.
+
+``batchspec check-model`` runs the model-level equivalence check on a model configuration
+instead (``conformance/model/cli.py``; ``batchspec check-model --help``).
 """
 
 from __future__ import annotations
@@ -57,7 +61,12 @@ def _arguments(argv: list[str], root: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the suite; returns pytest's exit status."""
+    """Run the suite, or ``check-model``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["check-model"]:
+        from batchspec.conformance.model.cli import main as check_model
+
+        return check_model(argv[1:])
     root = suite_root()
     ini = on_disk(resources.files("batchspec") / "pytest.ini")
     args = [
@@ -67,6 +76,6 @@ def main(argv: list[str] | None = None) -> int:
         "-o",
         f"cache_dir={Path.cwd() / '.pytest_cache'}",
         "--batchspec-command",
-        *_arguments(list(sys.argv[1:] if argv is None else argv), root),
+        *_arguments(argv, root),
     ]
     return int(pytest.main(args))

@@ -6,12 +6,16 @@
 #   2. the GPU benchmarks of `vectorized` beside its comparators (tensor payloads live on the
 #      GPU; pipeline payloads are lists, whose conversion is CPU work by [tb-device]), at 8x8192
 #      and 64x32768, with the HBM copy floor measured in the same run;
-#   3. bench/report.py's table and plots.
+#   3. bench/report.py's table and plots;
+#   4. the model-level equivalence check (batchspec check-model) of the tiny Llama in bfloat16 on
+#      CUDA, the metadata and THD routes through torch's flash varlen kernel
+#      (torch.nn.attention.varlen.varlen_attn), the mask routes through sdpa, with bf16 tolerances.
 # Each step writes its results to OUTDIR as it finishes and has its own time limit, so a failed
 # or slow step does not lose the others; the whole script stays under 6 minutes.
 #
 # Needs a CUDA build of torch, pytest, hypothesis, numpy, safetensors, tokenizers, matplotlib,
-# pytest-benchmark and zephon==0.2.0 with its dependencies. On an offline machine put the missing
+# pytest-benchmark, transformers==5.18.0 (step 4 and the suite's model checks) and zephon==0.2.0
+# with their dependencies. On an offline machine put the missing
 # wheels in .whl/ beforehand (e.g. `pip download --no-deps --only-binary=:all: --python-version
 # 3.12 -d .whl zephon==0.2.0 optree tenacity backports.zstd`, with that machine's Python version
 # and platform); they
@@ -51,4 +55,11 @@ timeout 150 $python -m pytest bench -p no:cacheprovider -q --backend="$backend" 
   >"$out/bench.log" 2>&1 || status=1
 tail -3 "$out/bench.log"
 [ -f "$out/bench.json" ] && { $python bench/report.py "$out/bench.json" --out "$out" || status=1; }
+kernel=torch_varlen dtype=bfloat16
+[ "$device" = cpu ] && kernel=emulated dtype=float64
+$python -c "import json; from batchspec.conformance.model.models import tiny_llama_config as c; print(json.dumps(c()))" \
+  >"$out/tiny-llama.json" || status=1
+timeout 120 $python -m batchspec check-model --config "$out/tiny-llama.json" --backend="$backend" --device="$device" \
+  --dtype=$dtype --kernel=$kernel --attention=sdpa >"$out/check-model.txt" 2>&1 || status=1
+tail -14 "$out/check-model.txt"
 exit $status

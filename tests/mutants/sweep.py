@@ -86,6 +86,14 @@ def run_mutant(name: str, workdir: Path) -> dict:
     report = json.loads(path.read_text(encoding="utf-8"))
     failures = report["failures"]
     blamed = sorted({c for f in failures for c in f["clauses"]})
+    # the routes of the model checks (conformance/model/) that fail: test ids are <route>-<attention>
+    model = sorted(
+        {
+            f["nodeid"].split("[", 1)[1].rstrip("]").rsplit("-", 1)[0]
+            for f in failures
+            if f["nodeid"].startswith("conformance/model/") and "[" in f["nodeid"]
+        }
+    )
     return {
         "mutant": name,
         "summary": summary,
@@ -96,6 +104,7 @@ def run_mutant(name: str, workdir: Path) -> dict:
         "blamed": blamed,
         "wrong_blame": sorted(set(blamed) - set(clauses)),
         "suite_errors": report["verdict"]["suite_errors"],
+        "model_routes": model,
     }
 
 
@@ -107,19 +116,23 @@ def ok(row: dict) -> bool:
 def kill_table(rows: list[dict]) -> str:
     """The kill table in Markdown, with the count of mutants killed and the blame accuracy."""
     lines = [
-        "| mutant | bug | declares | killed | failed tests | first killing test | blamed | wrong blame |",
-        "|---|---|---|---|---:|---|---|---|",
+        "| mutant | bug | declares | killed | failed tests | first killing test | blamed | wrong blame | model check kills on |",
+        "|---|---|---|---|---:|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['mutant']} | {row['summary']} | {', '.join(row['declared'])} | {'yes' if row['killed'] else 'NO'} "
             f"| {row.get('failed_tests', 0)} | {row.get('first_kill') or ''} | {', '.join(row.get('blamed', []))} "
-            f"| {', '.join(row.get('wrong_blame', []))} |"
+            f"| {', '.join(row.get('wrong_blame', []))} | {', '.join(row.get('model_routes', [])) or '-'} |"
         )
     killed = sum(row["killed"] for row in rows)
     right = sum(ok(row) for row in rows)
     lines.append("")
-    lines.append(f"{killed}/{len(rows)} mutants killed; {right}/{len(rows)} killed with every blamed clause declared.")
+    by_model = sum(bool(row.get("model_routes")) for row in rows)
+    lines.append(
+        f"{killed}/{len(rows)} mutants killed; {right}/{len(rows)} killed with every blamed clause declared; "
+        f"{by_model}/{len(rows)} killed by the model checks too."
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,157 @@
+"""``batchspec check-model``: the model-level equivalence check on your model configuration.
+
+    batchspec check-model --config PATH [--backend NAME] [--attention sdpa,eager]
+                          [--routes block_causal,...] [--device cpu] [--dtype float64]
+                          [--kernel emulated] [--seed 0]
+
+``PATH`` is a transformers configuration: a ``config.json`` or a local model directory holding
+one (nothing is downloaded; weights are never read: the model is built from the configuration
+with fixed-seed random weights). The backend's batches of the corpus go through the model on
+every route it declares, under each ``--attention`` implementation for the mask routes and the
+varlen kernel (``--kernel``: ``emulated`` on any device, ``torch_varlen`` for torch's flash
+varlen kernel on CUDA) for the metadata and THD routes; the table says per route and
+implementation whether every document trains as alone, with the largest difference, or where
+it does not. On the CPU a configuration larger than ``models.CPU_LIMITS`` is shrunk (fewer
+layers, a narrower width) and the command says what it changed. The mRoPE routes run when the
+configuration has mRoPE (an ``mrope_section``), else they are listed as not applicable.
+
+Exit status: 0 when every route run is equivalent, 1 when one is not, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+import torch
+
+__all__ = ["main"]
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="batchspec check-model",
+        description="Check that a backend's packed batches train your model exactly as each document alone.",
+    )
+    parser.add_argument("--config", required=True, help="a transformers config.json, or a model directory holding one")
+    parser.add_argument("--backend", default="reference", help="the backend whose batches are fed (default reference)")
+    parser.add_argument("--attention", default="sdpa,eager", help="attention implementations of the mask routes")
+    parser.add_argument("--routes", default="", help="routes to run, comma-separated (default: every declared one)")
+    parser.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda)")
+    parser.add_argument("--dtype", default=None, choices=sorted(DTYPES), help="float64 on cpu, bfloat16 elsewhere")
+    parser.add_argument("--kernel", default="emulated", help="the varlen kernel: emulated, torch_varlen (CUDA)")
+    parser.add_argument("--seed", type=int, default=0, help="the weights' random seed")
+    return parser
+
+
+def _has_mrope(config: dict[str, Any]) -> bool:
+    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    return isinstance(rope, dict) and bool(rope.get("mrope_section"))
+
+
+def _cell(result) -> str:
+    if result is None:
+        return "-"
+    if result.equivalent:
+        return f"equivalent ({result.largest:.1e})"
+    return f"NOT equivalent ({len(result.mismatches)})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the check and print the table; returns the exit status."""
+    args = _parser().parse_args(argv)
+    from batchspec.conformance.backends import BackendError, load_backend
+    from batchspec.conformance.model import wiring
+    from batchspec.conformance.model.equivalence import ROUTES, TOLERANCES, check_route
+    from batchspec.conformance.model.models import build_model, fit_for_cpu, load_config
+
+    try:
+        config = load_config(args.config)
+        backend = load_backend(args.backend)
+    except (ValueError, BackendError) as error:
+        print(f"batchspec check-model: {error}", file=sys.stderr)
+        return 2
+    if args.kernel not in wiring.KERNELS:
+        print(f"batchspec check-model: --kernel {args.kernel!r}: one of {sorted(wiring.KERNELS)}", file=sys.stderr)
+        return 2
+    dtype = DTYPES[args.dtype or ("float64" if args.device == "cpu" else "bfloat16")]
+    implementations = [a for a in args.attention.split(",") if a]
+    wanted = [r for r in args.routes.split(",") if r]
+    unknown = sorted(set(wanted) - {r.name for r in ROUTES})
+    if unknown or any((dtype, a) not in TOLERANCES for a in implementations):
+        known = sorted({a for d, a in TOLERANCES if d == dtype})
+        print(
+            f"batchspec check-model: unknown routes {unknown} (known: {[r.name for r in ROUTES]}), "
+            f"or an attention implementation without a {dtype} tolerance (known: {known})",
+            file=sys.stderr,
+        )
+        return 2
+    changes: list[str] = []
+    if args.device == "cpu":
+        config, changes = fit_for_cpu(config)
+    else:
+        config = {**config, "vocab_size": max(int(config.get("vocab_size", 0)), fit_for_cpu(config)[0]["vocab_size"])}
+    try:
+        model = build_model(config, seed=args.seed, dtype=dtype, device=args.device)
+    except ValueError as error:
+        print(f"batchspec check-model: {error}", file=sys.stderr)
+        return 2
+    mrope = _has_mrope(config)
+    print(
+        f"batchspec check-model: {config['model_type']} from {args.config}, backend {backend.name} "
+        f"{backend.version}, {str(dtype).removeprefix('torch.')} on {args.device}, seed {args.seed}"
+    )
+    if changes:
+        print("  too large for a CPU check; shrunk to: " + ", ".join(changes))
+    varlen = f"varlen ({args.kernel})"
+    columns = [*implementations, varlen]
+    rows, failures, started = [], [], time.monotonic()
+    for route in ROUTES:
+        if wanted and route.name not in wanted:
+            continue
+        missing = [c for c in route.requires if not backend.supports(c)]
+        if missing:
+            rows.append((route.name, {c: "not declared" for c in columns}))
+            continue
+        if route.mrope and not mrope:
+            rows.append((route.name, {c: "n/a (no mRoPE)" for c in columns}))
+            continue
+        cells = {}
+        for column in columns:
+            if (route.feed == "mask") != (column != varlen):
+                cells[column] = None
+                continue
+            implementation = route.implementations[0] if column == varlen else column
+            result = check_route(backend, route, model, implementation, kernel=args.kernel)
+            cells[column] = result
+            failures.extend(result.mismatches)
+        rows.append((route.name, cells))
+    _print_table(rows, columns)
+    print(f"  ({time.monotonic() - started:.1f} s; differences relative to max(1, |logit|) of each document)")
+    if failures:
+        print(f"\n{len(failures)} differences; the first:")
+        for mismatch in failures[:10]:
+            print(f"  {mismatch}")
+        print("verdict: NOT equivalent")
+        return 1
+    print("verdict: every route run is equivalent")
+    return 0
+
+
+def _print_table(rows, columns) -> None:
+    text = [["route", *columns]]
+    for name, cells in rows:
+        text.append([name, *(c if isinstance(c, str) else _cell(c) for c in (cells.get(k) for k in columns))])
+    widths = [max(len(r[i]) for r in text) for i in range(len(columns) + 1)]
+    for k, row in enumerate(text):
+        print("  " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)))
+        if k == 0:
+            print("  " + "-|-".join("-" * w for w in widths))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

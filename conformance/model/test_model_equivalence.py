@@ -1,0 +1,55 @@
+"""Model-level equivalence (``conformance/model/equivalence.py``): on every route a backend
+declares, its batches of real corpus text train a tiny transformer exactly as each document
+trained alone: logits, the trained-token set, per-token losses and the gradient.
+
+These checks need transformers (the ``model`` extra: ``pip install 'batchspec[model]'``); without
+it they are reported as skipped, with that command. A failure names the route, the attention
+implementation, the batch, row and document span, the largest difference and its tolerance, and
+is blamed on the clauses of the key that explains it (``equivalence.blame``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from batchspec.conformance.helpers.asserts import ClauseFailure
+
+ROUTES = pytest.importorskip("batchspec.conformance.model.equivalence").ROUTES
+
+MAX_SHOWN = 6
+EXTRA = "transformers==5.18.0 (pip install 'batchspec[model]')"
+
+
+@functools.cache
+def _models():
+    from batchspec.conformance.model.models import build_model, tiny_llama_config, tiny_mrope_config
+
+    return build_model(tiny_llama_config()), build_model(tiny_mrope_config())
+
+
+def _cases():
+    for route in ROUTES:
+        for implementation in route.implementations:
+            marks = [pytest.mark.requires(*route.requires), pytest.mark.clause(*route.clauses)]
+            yield pytest.param(route, implementation, id=f"{route.name}-{implementation}", marks=marks)
+
+
+@pytest.mark.parametrize(("route", "implementation"), list(_cases()))
+def test_documents_train_as_alone(backend, route, implementation):
+    """Every document of every batch on ``route`` trains as it does alone (module docstring)."""
+    pytest.importorskip("transformers", reason=f"the model checks need {EXTRA}")
+    from batchspec.conformance.model.equivalence import check_route
+
+    llama, mrope = _models()
+    found = check_route(backend, route, mrope if route.mrope else llama, implementation).mismatches
+    if found:
+        shown = "\n  ".join(str(m) for m in found[:MAX_SHOWN])
+        more = f"\n  ... and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""
+        clauses = tuple(dict.fromkeys(c for m in found for c in m.clauses))
+        raise ClauseFailure(
+            f"{len(found)} differences between the packed batch and its documents alone on route "
+            f"{route.name} ({route.summary}):\n  {shown}{more}",
+            clauses,
+        )
