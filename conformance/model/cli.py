@@ -6,7 +6,8 @@
 
 ``PATH`` is a transformers configuration: a ``config.json`` or a local model directory holding
 one (nothing is downloaded; weights are never read: the model is built from the configuration
-with fixed-seed random weights). The backend's batches of the corpus go through the model on
+with fixed-seed random weights of std 0.5, whatever its ``initializer_range``: sharp attention,
+so that a wrong key or position shows). The backend's batches of the corpus go through the model on
 every route it declares, under each ``--attention`` implementation for the mask routes and the
 varlen kernel (``--kernel``: ``emulated`` on any device, ``torch_varlen`` for torch's flash
 varlen kernel on CUDA) for the metadata and THD routes; the table says per route and
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from batchspec.conformance.backends import BackendError, load_backend
     from batchspec.conformance.model import wiring
     from batchspec.conformance.model.equivalence import ROUTES, TOLERANCES, check_route
-    from batchspec.conformance.model.models import build_model, fit_for_cpu, load_config
+    from batchspec.conformance.model.models import build_model, fit_for_cpu, load_config, tiny_llama_config
 
     try:
         config = load_config(args.config)
@@ -93,8 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     changes: list[str] = []
     if args.device == "cpu":
         config, changes = fit_for_cpu(config)
-    else:
-        config = {**config, "vocab_size": max(int(config.get("vocab_size", 0)), fit_for_cpu(config)[0]["vocab_size"])}
+    # random weights of the tiny models' spread: sharp attention, so a wrong key or position shows
+    spread = tiny_llama_config()["initializer_range"]
+    sharpened = config.get("initializer_range") != spread
+    config = {**config, "initializer_range": spread}
     try:
         model = build_model(config, seed=args.seed, dtype=dtype, device=args.device)
     except ValueError as error:
@@ -107,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if changes:
         print("  too large for a CPU check; shrunk to: " + ", ".join(changes))
+    if sharpened:
+        print(
+            f"  random weights of std {spread} (initializer_range): sharp attention, so a wrong key or position shows"
+        )
     varlen = f"varlen ({args.kernel})"
     columns = [*implementations, varlen]
     rows, failures, started = [], [], time.monotonic()

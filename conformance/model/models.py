@@ -10,6 +10,7 @@ changed. ``Model.logits`` runs a forward pass with one attention implementation.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,6 +148,9 @@ class Model:
     dtype: torch.dtype = torch.float64
     device: str = "cpu"
     config: dict[str, Any] = field(default_factory=dict)
+    # for a low-precision model: the same weights in float64 (its documents alone measure what the
+    # low precision itself costs, the yardstick of the low-precision tolerances)
+    twin: Model | None = None
 
     @property
     def vocab(self) -> int:
@@ -183,7 +187,8 @@ class Model:
 def build_model(config: dict[str, Any], *, seed: int = 0, dtype=torch.float64, device: str = "cpu") -> Model:
     """A model with ``config``'s architecture and random weights drawn from ``seed``, in
     ``dtype`` on ``device``, in eval mode (no dropout). A ``*_text`` model type (a text
-    backbone without its own head) gets a bias-free linear head of the same seed.
+    backbone without its own head) gets a bias-free linear head of the same seed. A dtype
+    other than float64 gets the float64 weights it was rounded from as its ``twin``.
 
     Raises:
         ValueError: ``config``'s ``model_type`` is not one transformers knows.
@@ -200,8 +205,15 @@ def build_model(config: dict[str, Any], *, seed: int = 0, dtype=torch.float64, d
     if config["model_type"].endswith("_text"):
         module = AutoModel.from_config(hf_config)
         head = torch.nn.Linear(hf_config.hidden_size, hf_config.vocab_size, bias=False)
-        head = head.to(dtype=dtype, device=device)
+        head = head.to(dtype=torch.float64, device=device)
     else:
         module = AutoModelForCausalLM.from_config(hf_config)
-    module = module.to(dtype=dtype, device=device).eval()
-    return Model(module, config["model_type"], head, dtype, device, dict(config))
+    module = module.to(dtype=torch.float64, device=device).eval()
+    exact = Model(module, config["model_type"], head, torch.float64, device, dict(config))
+    if dtype == torch.float64:
+        return exact
+    low = copy.deepcopy(exact)
+    low.module, low.dtype = low.module.to(dtype), dtype
+    low.head = None if low.head is None else low.head.to(dtype)
+    low.twin = exact
+    return low

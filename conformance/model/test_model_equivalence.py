@@ -19,7 +19,7 @@ from batchspec.conformance.helpers.asserts import ClauseFailure
 ROUTES = pytest.importorskip("batchspec.conformance.model.equivalence").ROUTES
 
 MAX_SHOWN = 6
-EXTRA = "transformers==5.18.0 (pip install 'batchspec[model]')"
+EXTRA = "the model extra (pip install 'batchspec[model]')"
 
 
 @functools.cache
