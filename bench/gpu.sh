@@ -14,7 +14,8 @@
 # or slow step does not lose the others; the whole script stays under 6 minutes.
 #
 # Needs a CUDA build of torch, pytest, hypothesis, numpy, safetensors, tokenizers, matplotlib,
-# pytest-benchmark, transformers==5.18.0 (step 4 and the suite's model checks) and zephon==0.2.0
+# pytest-benchmark, transformers (the version pyproject.toml pins; step 4 and the suite's model
+# checks) and zephon==0.2.0
 # with their dependencies. On an offline machine put the missing
 # wheels in .whl/ beforehand (e.g. `pip download --no-deps --only-binary=:all: --python-version
 # 3.12 -d .whl zephon==0.2.0 optree tenacity backports.zstd`, with that machine's Python version

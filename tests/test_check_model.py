@@ -1,6 +1,6 @@
 """``batchspec check-model`` (conformance/model/cli.py): the table, the verdict's exit status, a
 failure that names the route, row and span, the shrinking of a configuration too large for a CPU,
-and its usage errors. In-process (``cli.main``), on two routes, to stay quick."""
+and its usage errors. In-process (``cli.main``), on a few routes, to stay quick."""
 
 from __future__ import annotations
 
@@ -69,3 +69,7 @@ def test_usage_errors_exit_2(tmp_path, tiny, capsys):
     assert "model_type" in capsys.readouterr().err
     assert main(["--config", str(tiny), "--routes", "no_such_route"]) == 2
     assert "no_such_route" in capsys.readouterr().err
+    assert main(["--config", str(tiny), "--kernel", "torch_varlen"]) == 2, "a flash kernel needs CUDA and bfloat16"
+    assert "torch_varlen" in capsys.readouterr().err
+    assert main(["--config", str(tiny), "--dtype", "int8"]) == 2
+    assert "bfloat16" in capsys.readouterr().err

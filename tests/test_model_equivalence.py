@@ -12,12 +12,13 @@ pytest.importorskip("transformers")
 
 from batchspec import reference  # noqa: E402
 from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch  # noqa: E402
+from batchspec.conformance.helpers.stored import stored_rows  # noqa: E402
 from batchspec.conformance.model import wiring  # noqa: E402
 from batchspec.conformance.model.data import packed_batches  # noqa: E402
 from batchspec.conformance.model.equivalence import ROUTES, check_route, documents, mrope_positions  # noqa: E402
 from batchspec.conformance.model.models import build_model, tiny_llama_config  # noqa: E402
 
-EXAMPLE_A = [packed_row([[11, 12, 13], [21, 22], [31, 32]], 2), packed_row([[41, 42, 43, 44, 45], [51, 52, 53]], 1)]
+EXAMPLE_A = stored_rows()  # SPEC.md's worked example A, from its golden case
 
 
 def test_documents_and_their_targets_come_from_the_records():

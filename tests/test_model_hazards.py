@@ -2,7 +2,7 @@
 wiring it names is *not* equivalent to the documents trained alone, and the wiring the section
 gives instead is. The reference's batches of the corpus corner rows (one-token documents,
 padding, a document ending the row) through the tiny float64 Llama of the model checks, under
-transformers 5.18; the figures the section quotes are these tests' measurements."""
+the pinned transformers; the figures the section quotes are these tests' measurements."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ EAGER = TOLERANCES[(torch.float64, "eager")]
 
 @functools.cache
 def _setup(mask_type: str = "block_causal"):
-    """(model, batch, its documents, the input batch) for the corner rows."""
+    """(model, batch, its documents) for the corner rows."""
     model = build_model(tiny_llama_config())
     corner = packed_batches()[-1]
     batch = reference.convert_text_batch(corner.sample_batch, Contract(mask_type), -100, False, False)

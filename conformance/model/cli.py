@@ -6,7 +6,7 @@
 
 ``PATH`` is a transformers configuration: a ``config.json`` or a local model directory holding
 one (nothing is downloaded; weights are never read: the model is built from the configuration
-with fixed-seed random weights of std 0.5, whatever its ``initializer_range``: sharp attention,
+with fixed-seed random weights as sharp as the tiny models', whatever its ``initializer_range``,
 so that a wrong key or position shows). The backend's batches of the corpus go through the model on
 every route it declares, under each ``--attention`` implementation for the mask routes and the
 varlen kernel (``--kernel``: ``emulated`` on any device, ``torch_varlen`` for torch's flash
@@ -16,7 +16,8 @@ it does not. On the CPU a configuration larger than ``models.CPU_LIMITS`` is shr
 layers, a narrower width) and the command says what it changed. The mRoPE routes run when the
 configuration has mRoPE (an ``mrope_section``), else they are listed as not applicable.
 
-Exit status: 0 when every route run is equivalent, 1 when one is not, 2 on a usage error.
+Exit status: 0 when every route run is equivalent, 1 when one is not, 2 on a usage error or
+when the check itself cannot run (the reference's own keys fail the forward pass).
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ import torch
 
 __all__ = ["main"]
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -43,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--attention", default="sdpa,eager", help="attention implementations of the mask routes")
     parser.add_argument("--routes", default="", help="routes to run, comma-separated (default: every declared one)")
     parser.add_argument("--device", default="cpu", help="where the model runs (cpu, cuda)")
-    parser.add_argument("--dtype", default=None, choices=sorted(DTYPES), help="float64 on cpu, bfloat16 elsewhere")
+    parser.add_argument("--dtype", default=None, help="float64 (default on cpu), float32, bfloat16 (default elsewhere)")
     parser.add_argument("--kernel", default="emulated", help="the varlen kernel: emulated, torch_varlen (CUDA)")
     parser.add_argument("--seed", type=int, default=0, help="the weights' random seed")
     return parser
@@ -66,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the check and print the table; returns the exit status."""
     args = _parser().parse_args(argv)
     from batchspec.conformance.backends import BackendError, load_backend
+    from batchspec.conformance.helpers.asserts import SuiteError
     from batchspec.conformance.model import wiring
     from batchspec.conformance.model.equivalence import ROUTES, TOLERANCES, check_route
     from batchspec.conformance.model.models import build_model, fit_for_cpu, load_config, tiny_llama_config
@@ -76,10 +76,20 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, BackendError) as error:
         print(f"batchspec check-model: {error}", file=sys.stderr)
         return 2
+    dtypes = {str(d).removeprefix("torch."): d for d, _ in TOLERANCES}
+    dtype = dtypes.get(args.dtype or ("float64" if args.device == "cpu" else "bfloat16"))
+    if dtype is None:
+        print(f"batchspec check-model: --dtype {args.dtype!r}: one of {sorted(dtypes)}", file=sys.stderr)
+        return 2
     if args.kernel not in wiring.KERNELS:
         print(f"batchspec check-model: --kernel {args.kernel!r}: one of {sorted(wiring.KERNELS)}", file=sys.stderr)
         return 2
-    dtype = DTYPES[args.dtype or ("float64" if args.device == "cpu" else "bfloat16")]
+    if args.kernel == "torch_varlen" and (not args.device.startswith("cuda") or dtype not in (torch.bfloat16,)):
+        print(
+            "batchspec check-model: --kernel torch_varlen is a flash kernel: --device cuda --dtype bfloat16",
+            file=sys.stderr,
+        )
+        return 2
     implementations = [a for a in args.attention.split(",") if a]
     wanted = [r for r in args.routes.split(",") if r]
     unknown = sorted(set(wanted) - {r.name for r in ROUTES})
@@ -94,8 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     changes: list[str] = []
     if args.device == "cpu":
         config, changes = fit_for_cpu(config)
-    # random weights of the tiny models' spread: sharp attention, so a wrong key or position shows
-    spread = tiny_llama_config()["initializer_range"]
+    # random weights as sharp as the tiny models' (their spread, scaled to this width): attention
+    # far from uniform, so a wrong key or position shows
+    tiny = tiny_llama_config()
+    spread = round(tiny["initializer_range"] * (tiny["hidden_size"] / int(config["hidden_size"])) ** 0.5, 4)
     sharpened = config.get("initializer_range") != spread
     config = {**config, "initializer_range": spread}
     try:
@@ -133,7 +145,11 @@ def main(argv: list[str] | None = None) -> int:
                 cells[column] = None
                 continue
             implementation = route.implementations[0] if column == varlen else column
-            result = check_route(backend, route, model, implementation, kernel=args.kernel)
+            try:
+                result = check_route(backend, route, model, implementation, kernel=args.kernel)
+            except SuiteError as error:
+                print(f"batchspec check-model: route {route.name} ({implementation}): {error}", file=sys.stderr)
+                return 2
             cells[column] = result
             failures.extend(result.mismatches)
         rows.append((route.name, cells))

@@ -1,7 +1,7 @@
 """The batches of the model-level checks, all real text of the committed corpus.
 
 ``packed_batches``: rows of Zephon's real pipeline (``corpus_pipeline``: tokenize with the
-corpus BPE, ``pack_flat``), at two shapes, plus one hand-packed batch of corpus token runs that
+corpus BPE, ``pack_flat``), two batches of ``PIPELINE_SHAPES``, plus one hand-packed batch of corpus token runs that
 reaches the corners a pipeline batch may miss: one-token documents, a document that ends the row
 (no padding), a row of one real token (``padding_length = L - 1``) and a row of many short
 documents. ``unpacked_batches``: records of one corpus document each, of different lengths

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from batchspec.conformance.helpers.corpus import BOS_ID, EOS_ID, PAD_ID
+
 __all__ = [
     "CPU_LIMITS",
     "Model",
@@ -29,7 +31,7 @@ __all__ = [
 ]
 
 # The largest configuration checked as given on a CPU; a larger one is shrunk to these bounds
-# (heads keep their ratio to the key/value heads). The corpus's token ids (vocabulary 8192) are
+# (query heads keep their ratio to the key/value heads, up to 4 to 1). The corpus's token ids are
 # folded into a smaller vocabulary (``Model.fold``): the check needs the same tokens in the
 # packed batch and in the documents alone, not these particular ones, and the logits of a
 # vocabulary of 1024 cost an eighth of the corpus's.
@@ -58,9 +60,9 @@ def tiny_llama_config() -> dict[str, Any]:
         # weights of std 0.5 (transformers' default is 0.02): attention that is far from uniform
         # and logits that move with every position, so a wrong position or key shows by 1e-3 and more
         "initializer_range": 0.5,
-        "pad_token_id": 0,
-        "bos_token_id": 1,
-        "eos_token_id": 2,
+        "pad_token_id": PAD_ID,
+        "bos_token_id": BOS_ID,
+        "eos_token_id": EOS_ID,
     }
 
 

@@ -54,11 +54,13 @@ THD_ATTENTION = "batchspec_thd_varlen"
 
 def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The additive form of a bool ``attention_mask`` ``[batch, 1, sequence, sequence]`` for
-    ``eager`` attention: ``0`` where ``mask`` is ``True``, ``finfo(float32).min`` elsewhere, in
-    ``dtype`` (the model's). ``float32``'s minimum, not ``dtype``'s: eager attention upcasts the
-    scores to float32 for its softmax, where ``finfo(float64).min`` becomes ``-inf`` and a
-    query row with no ``True`` entry (padding) becomes NaN."""
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(torch.float32).min)
+    ``eager`` attention: ``0`` where ``mask`` is ``True`` and, elsewhere, the most negative value
+    both ``dtype`` (the model's) and float32 hold (``finfo(float32).min`` for float64, the
+    dtype's own for bfloat16 / float16): eager attention runs its softmax in float32, where
+    ``finfo(float64).min`` becomes ``-inf`` and a query row with no ``True`` entry (padding)
+    NaN."""
+    fill = max(torch.finfo(torch.float32).min, torch.finfo(dtype).min)
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, fill)
 
 
 def token_losses(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int) -> torch.Tensor:
@@ -162,16 +164,27 @@ def torch_varlen(
     scale: float | None,
 ) -> torch.Tensor:
     """``emulated_varlen`` through torch's ``torch.nn.attention.varlen.varlen_attn`` (a flash
-    kernel: CUDA, bf16/fp16). Spans must be contiguous (``starts[j + 1] == starts[j] +
-    lengths[j]``, the metadata route's layout); tokens of no span get ``0``."""
+    kernel: CUDA, bf16/fp16), with ``max_seqlen`` as its ``max_q`` / ``max_k``: the spans' tokens
+    are gathered into one contiguous run, attended causally and scattered back; tokens of no span
+    get ``0``."""
     from torch.nn.attention.varlen import varlen_attn
 
+    # as emulated_varlen: a kernel launched for max_seqlen computes no token past it
+    lengths = [max(0, min(n, max_seqlen)) for n in lengths]
     picked = torch.cat([torch.arange(s, s + n, device=query.device) for s, n in zip(starts, lengths)])
     cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device=query.device)
-    groups = query.shape[1] // key.shape[1]
-    k = key[picked].repeat_interleave(groups, dim=1)
-    v = value[picked].repeat_interleave(groups, dim=1)
-    attended = varlen_attn(query[picked], k, v, cu, cu, max_seqlen, max_seqlen, scale=scale, window_size=(-1, 0))
+    attended = varlen_attn(
+        query[picked],
+        key[picked],
+        value[picked],
+        cu,
+        cu,
+        max_seqlen,
+        max_seqlen,
+        scale=scale,
+        window_size=(-1, 0),
+        enable_gqa=query.shape[1] != key.shape[1],
+    )
     out = torch.zeros_like(query)
     out[picked] = attended
     return out
