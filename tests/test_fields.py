@@ -14,6 +14,7 @@ from batchspec.conformance.helpers.fields import (
     SPAN_SHAPED,
     assert_training_batch_equal,
     field_clauses,
+    label_clauses,
     label_targets,
 )
 from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
@@ -147,3 +148,21 @@ def test_masking_a_kept_label_breaks_the_shift_even_at_a_subdocuments_first_inpu
     with pytest.raises(ClauseFailure) as caught:
         assert_training_batch_equal({**expected, "labels": wrong}, expected, clause="", call="X", targets=masking)
     assert caught.value.clauses == ("ctb-shift",)
+
+
+def test_a_masked_start_target_whose_input_is_the_ignore_index_is_judged_masked():
+    """A start target's label holding its input token is unshifted [ctb-shift]; but when that
+    input token is itself the ignore_index, the label reads as masked: without segment-start
+    masking that breaks [ctb-cross-document-targets], not the shift."""
+    rows = [packed_row([[5, 6, 7], [8, 9]], padding=2)]
+    ignore = 7  # row 0's third token, whose target 8 starts the second document
+    expected = reference.convert_text_batch(sample_batch(rows), Contract(), ignore, False, False)
+    wrong = expected["labels"].clone()
+    wrong[0, 2] = ignore
+    assert label_clauses(wrong, expected["labels"], label_targets(rows, ignore, False)) == (
+        "ctb-cross-document-targets",
+    )
+    plain = reference.convert_text_batch(sample_batch(rows), Contract(), IGNORE, False, False)
+    unshifted = plain["labels"].clone()
+    unshifted[0, 2] = 7  # its input token, which is not the ignore_index here
+    assert label_clauses(unshifted, plain["labels"], label_targets(rows, IGNORE, False)) == ("ctb-shift",)

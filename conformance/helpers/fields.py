@@ -169,11 +169,11 @@ def label_clauses(got: torch.Tensor, want: torch.Tensor, targets: LabelTargets) 
     ignore = targets.ignore_index
     rules = set()
     for b, i in torch.nonzero(got != want).tolist():
+        # holding its input token: unshifted, unless that token is ignore_index itself (then masked)
+        holds_input = int(got[b, i]) == _input(targets, b, i) != ignore
         if want[b, i] == ignore and targets.padding[b, i]:
             rules.add("ctb-padding-labels")
-        elif targets.starts[b, i] and (
-            targets.mask_segment_starts or (got[b, i] == ignore and int(got[b, i]) != _input(targets, b, i))
-        ):
+        elif targets.starts[b, i] and (targets.mask_segment_starts or (got[b, i] == ignore and not holds_input)):
             # masking decides the label: [ctb-segment-starts] masks it, [ctb-cross-document-targets] keeps it
             rules.add("ctb-segment-starts" if targets.mask_segment_starts else "ctb-cross-document-targets")
         elif want[b, i] == ignore:
