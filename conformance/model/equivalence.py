@@ -331,9 +331,9 @@ def documents(rows: Sequence[Row], *, xdoc: bool, mask_segment_starts: bool) -> 
                 target_real = i + 1 < real
                 masked_start = mask_segment_starts and target_real and positions[i + 1] == 0
                 targets.append(row.tokens[i + 1] if target_real and not masked_start else None)
-            pieces = tuple(p for s, e in (bounds if xdoc else [(start, end)]) for p in _pieces(e - s))
-            if xdoc:
-                pieces = tuple(p for s, e in zip(starts, [*starts[1:], real]) for p in _pieces(e - s))
+            # its mRoPE layout: its own, or under xdoc the row's subdocuments' one after another
+            parts = zip(starts, [*starts[1:], real]) if xdoc else [(start, end)]
+            pieces = tuple(p for s, e in parts for p in _pieces(e - s))
             out.append(Document(b, start, stop, tuple(row.tokens[start:stop]), tuple(targets), pieces))
     return out
 
