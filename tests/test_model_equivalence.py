@@ -90,3 +90,23 @@ def test_a_row_whose_positions_jump_inside_a_document_is_refused_by_the_harness(
     jump[0] = type(jump[0])(jump[0].tokens, (0, 1, 5, 0), 1)
     with pytest.raises(ValueError, match="positions"):
         documents(jump, xdoc=False, mask_segment_starts=False)
+
+
+def test_a_key_the_route_reads_that_the_backend_leaves_out_is_blamed_on_that_key():
+    """A batch without ``cu_seqlens`` cannot be fed to the varlen route: the forward pass fails,
+    on the key's clause (a failure on the reference's own keys would be a suite error instead)."""
+
+    def without_cu_seqlens(sample_batch, *args, **kwargs):
+        out = reference.convert_text_batch(sample_batch, *args, **kwargs)
+        out.pop("cu_seqlens", None)
+        return out
+
+    class Backend:
+        def __getattr__(self, name):
+            return without_cu_seqlens if name == "convert_text_batch" else getattr(reference, name)
+
+    route = next(r for r in ROUTES if r.name == "metadata")
+    corner = [b for b in packed_batches() if b.name.startswith("corner")]
+    found = check_route(Backend(), route, build_model(tiny_llama_config()), route.implementations[0], batches=corner)
+    assert [(m.quantity, m.clauses) for m in found.mismatches] == [("forward pass", ("batched-metadata",))]
+    assert "cu_seqlens" in str(found.mismatches[0])

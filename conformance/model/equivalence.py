@@ -671,9 +671,14 @@ def _cause(
     """The key a wrong ``key`` comes from: while ``key`` is what SPEC builds from the batch's
     own source key and that source is itself wrong, the source (a bug in ``document_ids`` is
     blamed on it, not on the mask built from it)."""
-    while (found := _derived(route, key, batch, before)) is not None:
+    while key in batch and (found := _derived(route, key, batch, before)) is not None:
         source, built = found
-        if _differs(batch[key], built) or source not in expected or not _differs(batch[source], expected[source]):
+        if (
+            _differs(batch[key], built)
+            or source not in expected
+            or source not in batch
+            or not _differs(batch[source], expected[source])
+        ):
             break
         key = source
     return key
@@ -710,7 +715,8 @@ def blame(
     from the reference is blamed on the route's clauses (the contract itself)."""
     expected, _ = _convert(reference, route, model_batch)
     before = _before_xdoc(route, model_batch, backend_before)
-    differing = [k for k in route.reads if k in batch and k in expected and _differs(batch[k], expected[k])]
+    # a key the route reads that the backend left out, or that differs from the reference's
+    differing = [k for k in route.reads if k in expected and (k not in batch or _differs(batch[k], expected[k]))]
     broken = [m for m in found if m.quantity == "forward pass"]
     if broken and not differing:
         # the reference's own keys do not run: the model, the kernel or the machine, not the backend
