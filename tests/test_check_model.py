@@ -26,14 +26,17 @@ def tiny(tmp_path) -> Path:
 
 
 def test_a_tiny_llama_is_equivalent_on_every_route_it_runs(tiny, capsys):
-    status = main(["--config", str(tiny), "--backend", "reference", "--routes", "block_causal,metadata,mrope"])
+    status = main(
+        ["--config", str(tiny), "--backend", "reference", "--routes", "block_causal,metadata,mrope,absolute_positions"]
+    )
     out = capsys.readouterr().out
     assert status == 0, out
     lines = {line.split("|")[0].strip(): line for line in out.splitlines() if "|" in line}
     assert "equivalent (" in lines["block_causal"] and "NOT" not in lines["block_causal"]
     assert lines["block_causal"].count("equivalent") == 2, "sdpa and eager"
     assert "equivalent (" in lines["metadata"]
-    assert "n/a (no mRoPE)" in lines["mrope"], "a Llama has no mRoPE: the routes are listed as not applicable"
+    assert "n/a (not mrope)" in lines["mrope"], "a Llama has no mRoPE: the routes are listed as not applicable"
+    assert "n/a (not absolute)" in lines["absolute_positions"], "nor learned absolute position embeddings"
     assert "shrunk" not in out and "verdict: every route run is equivalent" in out
 
 

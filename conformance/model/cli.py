@@ -14,7 +14,8 @@ varlen kernel on CUDA) for the metadata and THD routes; the table says per route
 implementation whether every document trains as alone, with the largest difference, or where
 it does not. On the CPU a configuration larger than ``models.CPU_LIMITS`` is shrunk (fewer
 layers, a narrower width) and the command says what it changed. The mRoPE routes run when the
-configuration has mRoPE (an ``mrope_section``), else they are listed as not applicable.
+configuration has mRoPE (an ``mrope_section``), the absolute-positions route when its model
+learns absolute position embeddings (GPT-2); else they are listed as not applicable.
 
 Exit status: 0 when every route run is equivalent, 1 when one is not, 2 on a usage error or
 when the check itself cannot run (the reference's own keys fail the forward pass).
@@ -25,7 +26,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
 
 import torch
 
@@ -48,11 +48,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _has_mrope(config: dict[str, Any]) -> bool:
-    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
-    return isinstance(rope, dict) and bool(rope.get("mrope_section"))
-
-
 def _cell(result) -> str:
     if result is None:
         return "-"
@@ -68,7 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     from batchspec.conformance.helpers.asserts import SuiteError
     from batchspec.conformance.model import wiring
     from batchspec.conformance.model.equivalence import ROUTES, TOLERANCES, check_route
-    from batchspec.conformance.model.models import build_model, fit_for_cpu, load_config, tiny_llama_config
+    from batchspec.conformance.model.models import (
+        build_model,
+        fit_for_cpu,
+        load_config,
+        position_kind,
+        tiny_llama_config,
+    )
 
     try:
         config = load_config(args.config)
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"batchspec check-model: {error}", file=sys.stderr)
         return 2
-    mrope = _has_mrope(config)
+    kind = position_kind(config)
     print(
         f"batchspec check-model: {config['model_type']} from {args.config}, backend {backend.name} "
         f"{backend.version}, {str(dtype).removeprefix('torch.')} on {args.device}, seed {args.seed}"
@@ -136,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             rows.append((route.name, {c: "not declared" for c in columns}))
             continue
-        if route.mrope and not mrope:
-            rows.append((route.name, {c: "n/a (no mRoPE)" for c in columns}))
+        if route.model not in ("rope", kind):
+            # the plain routes run on any model; these need the positions of their own kind
+            rows.append((route.name, {c: f"n/a (not {route.model})" for c in columns}))
             continue
         cells = {}
         for column in columns:

@@ -98,9 +98,11 @@ class Route:
     ``feed``: ``"mask"`` (``attention_mask`` bool ``[batch, 1, sequence, sequence]``, as given to
     ``sdpa``, additive to ``eager``), ``"metadata"`` (the packed-metadata bundle, through
     ``wiring.METADATA_ATTENTION``) or ``"thd"`` (``seq_lens`` / ``seq_lens_padded``, through
-    ``wiring.THD_ATTENTION``). ``mrope``: positions ``[3, batch, sequence]`` numbered as a
-    processor does (``mrope_positions``), then ``enable_xdoc_attention`` under ``xdoc``, and the
-    block-causal mask of the resulting ids. ``reads``: the keys the model consumes.
+    ``wiring.THD_ATTENTION``). ``model``: the positions the route's model reads
+    (``models.position_kind``); on ``"mrope"`` positions ``[3, batch, sequence]`` are numbered as
+    a processor does (``mrope_positions``), then, under ``xdoc``, go through
+    ``enable_xdoc_attention``, whose ids give the block-causal mask. ``reads``: the keys the
+    model consumes.
     """
 
     name: str
@@ -115,7 +117,12 @@ class Route:
     mask_segment_starts: bool = False
     ignore_index: int = -100
     unpacked: bool = False
-    mrope: bool = False
+    model: str = "rope"  # the positions the route's model reads: "rope", "mrope", "absolute" (models.position_kind)
+
+    @property
+    def mrope(self) -> bool:
+        """Positions ``[3, batch, sequence]`` numbered as a processor does, for an mRoPE model."""
+        return self.model == "mrope"
 
     @property
     def implementations(self) -> tuple[str, ...]:
@@ -201,7 +208,16 @@ ROUTES: tuple[Route, ...] = (
         ("ctb-shift", "ctb-padding-labels", "batched-block-causal"),
         "mask",
         ("input_ids", "attention_mask", "labels"),
-        mrope=True,
+        model="mrope",
+    ),
+    Route(
+        "absolute_positions",
+        "learned absolute position embeddings (GPT-2), block-causal attention_mask",
+        ("convert_text_batch",),
+        ("ctb-shift", "ctb-positions", "ctb-padding-labels", "batched-block-causal"),
+        "mask",
+        _MASK_READS,
+        model="absolute",
     ),
     Route(
         "mrope_xdoc",
@@ -211,7 +227,7 @@ ROUTES: tuple[Route, ...] = (
         "mask",
         ("input_ids", "position_ids", "attention_document_ids", "labels"),
         xdoc=True,
-        mrope=True,
+        model="mrope",
     ),
     Route(
         "unpacked",

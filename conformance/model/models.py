@@ -2,7 +2,10 @@
 fixed-seed random weights (no download), in float64 on the CPU by default.
 
 ``tiny_llama_config`` is a Hugging Face Llama (RoPE, GQA); ``tiny_mrope_config`` a Qwen2-VL text
-model, whose RoPE has three position axes (mRoPE, ``position_ids`` ``[3, batch, sequence]``).
+model, whose RoPE has three position axes (mRoPE, ``position_ids`` ``[3, batch, sequence]``);
+``tiny_gpt2_config`` a GPT-2, whose learned position embeddings are absolute (RoPE is relative:
+a document whose positions do not restart at 0 attends the same; under GPT-2 it does not).
+``position_kind`` says which of the three a configuration is.
 ``load_config`` reads a user's configuration (a ``config.json`` or a model directory holding
 one); ``fit_for_cpu`` shrinks one too large to check on a CPU in seconds and says what it
 changed. ``Model.logits`` runs a forward pass with one attention implementation.
@@ -26,6 +29,8 @@ __all__ = [
     "build_model",
     "fit_for_cpu",
     "load_config",
+    "position_kind",
+    "tiny_gpt2_config",
     "tiny_llama_config",
     "tiny_mrope_config",
 ]
@@ -76,6 +81,37 @@ def tiny_mrope_config() -> dict[str, Any]:
     }
 
 
+def tiny_gpt2_config() -> dict[str, Any]:
+    """A GPT-2 configuration of ``tiny_llama_config``'s size (2 layers, width 32, 4 heads), with
+    learned absolute position embeddings for 1024 positions."""
+    tiny = tiny_llama_config()
+    shared = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "initializer_range")
+    ids = ("pad_token_id", "bos_token_id", "eos_token_id")
+    return {"model_type": "gpt2", **{k: tiny[k] for k in (*shared, *ids)}, "n_positions": 1024}
+
+
+# position embeddings learned per absolute position (model types transformers builds them for)
+ABSOLUTE_POSITION_MODELS = ("gpt2",)
+
+
+def position_kind(config: dict[str, Any]) -> str:
+    """``"mrope"`` (an ``mrope_section``), ``"absolute"`` (``ABSOLUTE_POSITION_MODELS``) or
+    ``"rope"``: the positions a configuration's model reads."""
+    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    if isinstance(rope, dict) and rope.get("mrope_section"):
+        return "mrope"
+    return "absolute" if config.get("model_type") in ABSOLUTE_POSITION_MODELS else "rope"
+
+
+# GPT-2-style names of the sizes fit_for_cpu bounds
+_ALIASES = {
+    "n_embd": "hidden_size",
+    "n_layer": "num_hidden_layers",
+    "n_head": "num_attention_heads",
+    "n_inner": "intermediate_size",
+}
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """A configuration dict from ``path``: a JSON file, or a directory holding ``config.json``.
     A multimodal configuration with a ``text_config`` gives its text model's, with its
@@ -103,6 +139,9 @@ def fit_for_cpu(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``config`` bounded by ``CPU_LIMITS``: ``(config, changes)``, ``changes`` one line per value
     changed (``hidden_size 4096 -> 64``), empty when it fits."""
     out, changes = dict(config), []
+    for alias, name in _ALIASES.items():
+        if alias in out and name not in out:
+            out[name] = out.pop(alias)
 
     def put(key: str, value: Any) -> None:
         if out.get(key) != value:

@@ -23,10 +23,12 @@ EXTRA = "the model extra (pip install 'batchspec[model]')"
 
 
 @functools.cache
-def _models():
-    from batchspec.conformance.model.models import build_model, tiny_llama_config, tiny_mrope_config
+def _models() -> dict:
+    """The tiny model of each position kind (``Route.model``)."""
+    from batchspec.conformance.model import models
 
-    return build_model(tiny_llama_config()), build_model(tiny_mrope_config())
+    configs = {"rope": models.tiny_llama_config, "mrope": models.tiny_mrope_config, "absolute": models.tiny_gpt2_config}
+    return {kind: models.build_model(config()) for kind, config in configs.items()}
 
 
 def _cases():
@@ -42,8 +44,7 @@ def test_documents_train_as_alone(backend, route, implementation):
     pytest.importorskip("transformers", reason=f"the model checks need {EXTRA}")
     from batchspec.conformance.model.equivalence import check_route
 
-    llama, mrope = _models()
-    found = check_route(backend, route, mrope if route.mrope else llama, implementation).mismatches
+    found = check_route(backend, route, _models()[route.model], implementation).mismatches
     if found:
         shown = "\n  ".join(str(m) for m in found[:MAX_SHOWN])
         more = f"\n  ... and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""
