@@ -1,10 +1,10 @@
 """The batches of the model-level checks, all real text of the committed corpus.
 
 ``packed_batches``: rows of Zephon's real pipeline (``corpus_pipeline``: tokenize with the
-corpus BPE, ``pack_flat``), two batches of ``PIPELINE_SHAPES``, plus one hand-packed batch of corpus token runs that
-reaches the corners a pipeline batch may miss: one-token documents, a document that ends the row
-(no padding), a row of one real token (``padding_length = L - 1``) and a row of many short
-documents. ``unpacked_batches``: records of one corpus document each, of different lengths
+corpus BPE, ``pack_flat``; ``PIPELINE_SHAPES``), plus one hand-packed batch of corpus token runs
+that reaches the corners a pipeline batch may miss: one-token documents, a document that ends
+the row (no padding), a row of one real token (``padding_length = L - 1``) and a row of many
+short documents. ``unpacked_batches``: records of one corpus document each, of different lengths
 (one of a single token, one as long as ``pad_to_length``), without positions or packing
 metadata, for the unpacked route (``pad_to_length``).
 """
@@ -26,7 +26,7 @@ __all__ = ["PIPELINE_SHAPES", "UNPACKED_LENGTH", "ModelBatch", "packed_batches",
 
 # (sequence length S, rows B, the stream's batches taken): the first batches of a stream hold
 # the start of long documents split to whole rows; later ones pack several documents and padding
-PIPELINE_SHAPES = ((256, 3, (8, 9)),)
+PIPELINE_SHAPES = ((256, 3, (8,)),)
 EDGE_LENGTH = 41
 """L of the hand-packed corner batch (S = 40)."""
 UNPACKED_LENGTH = 33
