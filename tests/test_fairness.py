@@ -89,6 +89,8 @@ def reworded_run(tmp_path_factory) -> SuiteRun:
         "conformance",
         "--backend=reworded_backend",
         "--launcher=torch",
+        # the model checks read no error message (and run against the reference's own wording anyway)
+        "--ignore=conformance/model",
         "-k",
         SELECTION,
         env=REWORDED_ENV,
