@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal, summary
-from batchspec.conformance.helpers.inputs import Row, row_positions
+from batchspec.conformance.helpers.inputs import Row, row_positions, unpacked_row
 from batchspec.conformance.spec import spec_field_clauses, split_citation
 
 __all__ = [
@@ -134,12 +134,10 @@ def label_targets(
     appended pads continue the pad tail and join the padding [unpacked-padding])."""
     positions, padding = [], []
     for row in rows:
-        row_pos, n = list(row_positions(row)), row.padding_length or 0
-        if pad_to_length is not None and pad_to_length > len(row_pos):
-            extra = pad_to_length - len(row_pos)
-            row_pos, n = row_pos + list(range(n, n + extra)), n + extra
-        positions.append(row_pos)
-        padding.append(n)
+        if pad_to_length is not None:
+            row = unpacked_row(row, pad_to_length, 0)  # only its positions and padding are read
+        positions.append(list(row_positions(row)))
+        padding.append(row.padding_length or 0)
     pad = [[i + 1 >= len(p) - n for i in range(len(p) - 1)] for p, n in zip(positions, padding)]
     starts = [[p[i + 1] == 0 for i in range(len(p) - 1)] for p in positions]
     tokens = tuple(tuple(row.tokens) for row in rows)

@@ -29,6 +29,7 @@ __all__ = [
     "batch_state",
     "rows_of",
     "sample_batch",
+    "unpacked_row",
     "with_token_field",
 ]
 
@@ -65,6 +66,18 @@ def row_positions(row: Row) -> tuple[int, ...]:
     padding = row.padding_length or 0
     real = len(row.tokens) - padding
     return tuple(range(real)) + tuple(range(padding))
+
+
+def unpacked_row(row: Row, pad_to_length: int, pad_token_id: int) -> Row:
+    """``row`` after the unpacked route's padding to ``pad_to_length`` [unpacked-padding]: the
+    appended ``pad_token_id`` tokens join its padding, and their positions continue its pad tail
+    (``n, n + 1, ...``); a row already that long is returned as it is."""
+    extra = pad_to_length - len(row.tokens)
+    if extra <= 0:
+        return row
+    n = row.padding_length or 0
+    positions = row_positions(row) + tuple(range(n, n + extra))
+    return Row(row.tokens + (pad_token_id,) * extra, positions, n + extra)
 
 
 def packed_row(documents: Sequence[Sequence[int]], padding: int, pad_token_id: int = 0) -> Row:

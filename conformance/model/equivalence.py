@@ -50,7 +50,7 @@ from batchspec import reference
 from batchspec.conformance.golden.blame import OUTPUT_CLAUSES
 from batchspec.conformance.helpers.asserts import SuiteError
 from batchspec.conformance.helpers.fields import field_clauses, label_clauses, label_targets
-from batchspec.conformance.helpers.inputs import Contract, Row, row_positions, rows_of
+from batchspec.conformance.helpers.inputs import Contract, Row, row_positions, rows_of, unpacked_row
 from batchspec.conformance.model import wiring
 from batchspec.conformance.model.data import ModelBatch, packed_batches, unpacked_batches
 from batchspec.conformance.model.models import Model
@@ -315,12 +315,7 @@ def _padded_rows(model_batch: ModelBatch) -> list[Row]:
     rows = rows_of(model_batch.sample_batch)
     if model_batch.pad_to_length is None:
         return rows
-    out = []
-    for row in rows:
-        extra = model_batch.pad_to_length - len(row.tokens)
-        n = (row.padding_length or 0) + extra
-        out.append(Row(row.tokens + (model_batch.pad_token_id,) * extra, None, n))
-    return out
+    return [unpacked_row(row, model_batch.pad_to_length, model_batch.pad_token_id) for row in rows]
 
 
 def documents(rows: Sequence[Row], *, xdoc: bool, mask_segment_starts: bool) -> list[Document]:
@@ -571,7 +566,7 @@ def _evaluate(
                 allowed = max(allowed, NOISE_FACTOR * float(noise.max()))
             if not diff <= allowed:
                 miss("loss", doc.row, doc.span, diff, allowed)
-    parameters = [p for p in _parameters(model)]
+    parameters = _parameters(model)
     packed_grads = torch.autograd.grad(packed_total, parameters, allow_unused=True, retain_graph=False)
     alone_grads = torch.autograd.grad(alone_total, parameters, allow_unused=True)
     worst, where, scale = 0.0, "", 0.0
