@@ -785,7 +785,12 @@ def check_route(
 ) -> RouteResult:
     """``backend``'s batches on ``route`` under ``implementation`` against their documents
     alone: every blamed ``Mismatch`` and the largest difference. ``batches``: default
-    ``route_batches(route)``; ``kernel``: the varlen kernel (``wiring.KERNELS``)."""
+    ``route_batches(route)``; ``kernel``: the varlen kernel (``wiring.KERNELS``).
+
+    Raises:
+        SuiteError: the forward pass fails on keys that equal the reference's (the model, the
+            kernel or the machine cannot run the check; no clause is blamed).
+    """
     wiring.register_attention()
     found: list[Mismatch] = []
     largest = 0.0
