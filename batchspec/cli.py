@@ -3,19 +3,21 @@ directory (a backend's own repository, its CI).
 
     batchspec --backend=NAME [--device=cuda] [pytest options] [conformance/test_x.py::test ...]
     batchspec check-model --config <config.json | model dir> [--backend NAME] [...]
+    batchspec --help | --version
 
 ``NAME`` is a built-in backend (``reference``, ``vectorized``), one registered in the
 ``batchspec.backends`` entry-point group, or an importable ``module`` / ``module:attribute``.
-Every other option is pytest's or the suite's (``pytest --help`` under "batchspec" lists them).
+Every other option is pytest's or the suite's (``batchspec --help`` lists them, the suite's under
+"batchspec"; ``--help`` and ``--version`` need no backend).
 Test ids are relative to the installed package (``conformance/test_datum.py::test_x``), as the
 suite prints them in its reproduce commands; with none, the whole suite runs.
 
 The run uses ``batchspec/pytest.ini`` as its configuration (never the configuration of the
 directory it starts in), keeps pytest's cache in ``./.pytest_cache``, and exits with the
-verdict's status (conformance/verdict.py). Tests run in a pytest-xdist worker (``-n 1`` unless
-``-n`` is given; ``-p no:xdist`` runs them in this process), so a backend that crashes fails
-the test it crashed in, and one that hangs fails it after the per-test timeout (``--timeout``,
-default 900 s); the run then goes on.
+verdict's status (conformance/verdict.py). Tests run in pytest-xdist workers (two where two
+cores exist, else one, unless ``-n`` is given; ``-p no:xdist`` runs them in this process), so a
+backend that crashes fails the test it crashed in, and one that hangs fails it after the
+per-test timeout (``--timeout``, default 900 s); the run then goes on.
 
 ``batchspec check-model`` runs the model-level equivalence check on a model configuration
 instead (``conformance/model/cli.py``; ``batchspec check-model --help``).
@@ -23,6 +25,7 @@ instead (``conformance/model/cli.py``; ``batchspec check-model --help``).
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -31,7 +34,7 @@ import pytest
 
 from batchspec.conformance.golden.layout import on_disk
 
-__all__ = ["main", "suite_root"]
+__all__ = ["main", "suite_root", "version_line"]
 
 
 def suite_root() -> Path:
@@ -46,8 +49,9 @@ _VALUE_OPTIONS = frozenset({"-k", "-m", "-p", "-o", "-c", "--deselect", "--ignor
 
 def _arguments(argv: list[str], root: Path) -> list[str]:
     """``argv`` with test ids (``conformance/...``, as the suite prints them) made absolute under
-    ``root``, the whole suite when none is given, and one pytest-xdist worker unless ``argv``
-    chooses (``-n``, ``--numprocesses``, ``--dist``, ``-p no:xdist``)."""
+    ``root``, the whole suite when none is given, and ``default_workers()`` pytest-xdist workers
+    with ``--dist=loadgroup`` unless ``argv`` chooses (``-n``, ``--numprocesses``, ``--dist``;
+    ``-p no:xdist`` runs the tests in this process)."""
     out, tests = [], []
     for index, arg in enumerate(argv):
         path = arg.split("::", 1)[0]
@@ -56,17 +60,40 @@ def _arguments(argv: list[str], root: Path) -> list[str]:
             tests.append(str(root / arg))
         else:
             out.append(arg)
-    chosen = any(a.startswith(("-n", "--numprocesses", "--dist")) or a in ("no:xdist", "-pno:xdist") for a in argv)
-    return [*(tests or [str(root / "conformance")]), *([] if chosen else ["-n", "1"]), *out]
+    if any(a in ("no:xdist", "-pno:xdist") for a in argv):
+        return [*(tests or [str(root / "conformance")]), *out]
+    workers = [] if any(a.startswith(("-n", "--numprocesses")) for a in argv) else ["-n", str(default_workers())]
+    dist = [] if any(a.startswith(("--dist", "-d")) for a in argv) else ["--dist", "loadgroup"]
+    return [*(tests or [str(root / "conformance")]), *workers, *dist, *out]
+
+
+def default_workers() -> int:
+    """pytest-xdist workers of a run that does not choose: 2 where this process may use 2 cores
+    or more, else 1. Two, not one per core: the multi-rank scenarios start 4 rank processes per
+    job, and ``--dist=loadgroup`` puts each launcher's scenarios in one worker (plugin.py)."""
+    return 2 if len(os.sched_getaffinity(0)) >= 2 else 1
+
+
+def version_line() -> str:
+    """What ``batchspec --version`` prints first (pytest's version follows): the suite's version
+    and the SPEC version it checks."""
+    from batchspec.conformance.plugin import suite_version
+    from batchspec.conformance.spec import spec_version
+
+    return f"batchspec {suite_version()}: conformance suite for SPEC {spec_version()}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the suite, or ``check-model``; returns the exit status."""
+    """Run the suite, or ``check-model``; returns the exit status: the verdict's, or pytest's
+    (0 for ``--help`` and ``--version``, 4 for a usage error). A failing run raises nothing:
+    pytest turns errors into exit statuses."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check-model"]:
         from batchspec.conformance.model.cli import main as check_model
 
         return check_model(argv[1:])
+    if "--version" in argv or "-V" in argv:
+        print(version_line(), flush=True)  # pytest's --version, which needs no backend, adds its own line
     root = suite_root()
     ini = on_disk(resources.files("batchspec") / "pytest.ini")
     args = [

@@ -5,28 +5,39 @@ the report.
 From a checkout, ``conformance/conftest.py`` loads it: ``pytest conformance --backend=NAME``;
 installed, the ``batchspec`` command runs it (``batchspec/cli.py``). Options:
 ``--device=cuda[:N]`` (conformance/device.py), ``--conformance-report=DIR`` (``report.json``
-and ``report.md``), ``--expectations=FILE`` and ``--strict-expectations``
+and ``report.md``, and ``results.jsonl``: each test's record as it arrives, one JSON object a
+line, what a killed run leaves), ``--expectations=FILE`` and ``--strict-expectations``
 (conformance/expectations.py), ``--release`` (a deterministic run: hypothesis derandomized,
 no example database).
+
+The report is written on every outcome once ``--conformance-report`` is known: a pass, a
+failure, a refused backend or another usage error (verdict ``error``, with the reason), and an
+interrupted run (Ctrl-C, or SIGTERM, which the controller turns into Ctrl-C's path: verdict
+``incomplete`` with the results so far). Under pytest-xdist the controller writes it, and on
+Ctrl-C or SIGTERM it stops the workers at once (SIGINT, then a kill after ``WORKER_GRACE_S``).
 
 Blame: a failure is blamed on the clauses its ``ClauseFailure`` carries (the suite's asserts
 raise it, conformance/helpers/asserts.py); any other failure of a test (a plain ``assert``, an
 exception the backend raised, a crash or a timeout) on every clause the test cites; a
 ``SuiteError`` (the suite's own machinery) on none, as a suite error. Statuses and the verdict:
 conformance/verdict.py. The exit status is the verdict's: 1 when a MUST clause fails or the
-suite failed, 0 otherwise (SHOULD failures and expected failures are reported, not fatal).
+suite failed, 2 (or 1) when the run is incomplete, pytest's own (4, 5, 3) on an error, 0
+otherwise (SHOULD failures and expected failures are reported, not fatal).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import platform
 import re
 import shlex
+import signal
 import sys
 import textwrap
+import threading
 from collections import defaultdict
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as distribution_version
@@ -61,10 +72,18 @@ settings.register_profile(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-# --release: the same examples on every run (a fixed seed derived from each test), and no
-# example database, so that the verdict depends on the backend and the suite version only
+# Without the shrink phase a failing property reports its first failing example (with its
+# @reproduce_failure line) at once; shrinking it to a minimal one took 1 to 2 minutes per failing
+# property, which a release verdict does not need. --shrink puts the phase back.
+NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
+# --release: the same examples on every run (a fixed seed derived from each test), no example
+# database (the verdict depends on the backend and the suite version only), no shrinking
 settings.register_profile(
-    "batchspec-release", parent=settings.get_profile("batchspec"), derandomize=True, database=None
+    "batchspec-release",
+    parent=settings.get_profile("batchspec"),
+    derandomize=True,
+    database=None,
+    phases=NO_SHRINK,
 )
 # nightly: many more examples per property (BATCHSPEC_HYPOTHESIS_PROFILE=batchspec-nightly), for
 # a scheduled job rather than a release gate; BATCHSPEC_MAX_EXAMPLES still overrides the count
@@ -75,11 +94,7 @@ settings.register_profile(
 )
 # sweep: no shrinking (tests/mutants/sweep.py): a mutation sweep needs the verdict and the blame
 # of the first failing example, not the smallest one, and shrinking is most of a failing run
-settings.register_profile(
-    "batchspec-sweep",
-    parent=settings.get_profile("batchspec"),
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-)
+settings.register_profile("batchspec-sweep", parent=settings.get_profile("batchspec"), phases=NO_SHRINK)
 settings.load_profile(os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec"))
 
 
@@ -96,6 +111,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="mpiexec,torch",
         help="comma-separated launchers for the multi-rank scenarios: mpiexec (mpi4py + an mpiexec) and/or "
         "torch (torch.distributed, gloo, spawned processes) (default: both)",
+    )
+    group.addoption(
+        "--rank-processes",
+        choices=("forked", "new"),
+        default="forked",
+        help="how the multi-rank scenarios start their rank processes: forked (default) from one interpreter "
+        "per pytest process that imported torch and zephon (never the backend) before it forks, or new "
+        "interpreters (mpiexec or torch spawn start each rank from scratch; slower, about 2 s of CPU per rank)",
     )
     add_device_option(group)
     group.addoption(
@@ -123,10 +146,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="set by the batchspec command: reproduce commands use it (batchspec --backend=... TEST_ID)",
     )
     group.addoption(
+        "--shrink",
+        action="store_true",
+        help="shrink a failing property's example to a minimal one (release runs report the first failing example "
+        "and its @reproduce_failure line at once; shrinking takes up to minutes per failing property)",
+    )
+    group.addoption(
         "--release",
         action="store_true",
-        help="a release run: hypothesis derandomized (a fixed seed per test) and without its example database, "
-        "so the same backend at the same suite version always gets the same verdict",
+        help="a release run: hypothesis derandomized (a fixed seed per test), without its example database (so the "
+        "same backend at the same suite version always gets the same verdict) and without shrinking (--shrink)",
     )
 
 
@@ -151,10 +180,82 @@ MARKERS = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Check the run's options and load the backend; register the ``Recorder`` (the verdict and
+    the report). ``--help`` needs no backend: it only lists the options.
+
+    Raises:
+        pytest.UsageError: no ``--backend``, or more than one; a backend that cannot be loaded
+            or is refused (``load_backend``); a bad ``--device``, ``--launcher`` or
+            ``--expectations``; a ``--conformance-report`` folder that cannot be created or
+            written. Once the report folder is known, the report (verdict ``error``, with the
+            reason) is written there first.
+    """
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     # zephon 0.2.0 deprecates some of its own internals; those warnings are not the backend's
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:zephon.*")
+    if config.getoption("help"):
+        return  # pytest --help / batchspec --help: the options are listed, no test runs
+    directory = _report_directory(config)
+    try:
+        _configure_run(config)
+    except pytest.UsageError as error:
+        if directory is None or _is_worker(config):
+            raise
+        report = _build_report(config, [], error=str(error), error_status=pytest.ExitCode.USAGE_ERROR)
+        _write_report(directory, report)
+        raise pytest.UsageError(
+            f"{error}\n(verdict {report['verdict']['result']}: report written to {directory / REPORT_JSON} "
+            f"and {REPORT_MD})"
+        ) from None
+    config.pluginmanager.register(Recorder(config), "batchspec-recorder")
+    _share_cores(config)
+
+
+def _share_cores(config: pytest.Config) -> None:
+    """In one of several pytest-xdist workers, torch's intra-op threads are this worker's share
+    of the cores (at least one): workers that each spin one thread per core slow each other down
+    (the model checks ran 2 to 4 times slower so, with two workers on two cores)."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    """A pytest-xdist worker (its controller records the results and writes the report)."""
+    return hasattr(config, "workerinput")
+
+
+def _report_directory(config: pytest.Config) -> Path | None:
+    """``--conformance-report``'s folder, created, with the report files of an earlier run in it
+    removed (a stale report never passes for this run's); None without the option.
+
+    Raises:
+        pytest.UsageError: the folder cannot be created, or is not writable.
+    """
+    directory = config.getoption("--conformance-report")
+    if not directory:
+        return None
+    try:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise pytest.UsageError(f"--conformance-report={directory}: cannot create the folder: {error}") from None
+    if not os.access(directory, os.W_OK):
+        raise pytest.UsageError(f"--conformance-report={directory}: the folder is not writable")
+    if not _is_worker(config):
+        for name in (REPORT_JSON, REPORT_MD, RESULTS_LOG):
+            (Path(directory) / name).unlink(missing_ok=True)
+    return Path(directory)
+
+
+def _configure_run(config: pytest.Config) -> None:
+    """The backend, device, launchers and expectations of the run, on ``config``.
+
+    Raises:
+        pytest.UsageError: see ``pytest_configure``.
+    """
     names = config.getoption("--backend") or []
     if len(names) > 1:
         raise pytest.UsageError(f"--backend was given {len(names)} times ({', '.join(names)}): a run tests one backend")
@@ -185,15 +286,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     if config.getoption("--release"):
         settings.load_profile("batchspec-release")
-    directory = config.getoption("--conformance-report")
-    if directory:
-        try:
-            Path(directory).mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise pytest.UsageError(f"--conformance-report={directory}: cannot create the folder: {error}") from None
-        if not os.access(directory, os.W_OK):
-            raise pytest.UsageError(f"--conformance-report={directory}: the folder is not writable")
-    config.pluginmanager.register(Recorder(config), "batchspec-recorder")
+    if config.getoption("--shrink"):
+        settings.register_profile("batchspec-shrink", parent=settings.default, phases=list(Phase))
+        settings.load_profile("batchspec-shrink")
 
 
 def _backend_list(extra: str | None = None) -> str:
@@ -351,6 +446,17 @@ def _failure_message(report: pytest.TestReport) -> str:
     return (message or text).strip()[:4000]
 
 
+# pytest-xdist's --dist=loadgroup appends "@<group>" to the node ids of grouped tests; the
+# multi-rank tests are grouped per launcher (conformance/test_multirank.py), so that one
+# worker runs each launcher's scenarios and their module fixtures run once
+XDIST_GROUP_PREFIX = "multirank-"
+
+
+def test_id(nodeid: str) -> str:
+    """``nodeid`` without pytest-xdist's ``@<group>`` suffix: the id pytest selects the test by."""
+    return nodeid.rsplit(f"@{XDIST_GROUP_PREFIX}", 1)[0]
+
+
 HYPOTHESIS_BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
 
 
@@ -381,7 +487,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.sections.append(
             (
                 "batchspec",
-                f"reproduce with: {_reproduce_command(item.nodeid, item.config)}",
+                f"reproduce with: {_reproduce_command(test_id(item.nodeid), item.config)}",
             )
         )
     cited = list(dict.fromkeys(split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args))
@@ -399,8 +505,9 @@ def _record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
     ``--strict-expectations``)."""
     config = item.config
     expectations = config._batchspec_expectations
-    record = {"nodeid": item.nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
-    record["reproduce"] = _reproduce_command(item.nodeid, config)
+    nodeid = test_id(item.nodeid)
+    record = {"nodeid": nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
+    record["reproduce"] = _reproduce_command(nodeid, config)
     if report.skipped:
         record["outcome"] = "not supported" if NOT_SUPPORTED in str(report.longrepr) else "skipped"
     elif report.failed:
@@ -408,12 +515,12 @@ def _record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
         blob = HYPOTHESIS_BLOB.search(str(report.longrepr))
         record.update(outcome=outcome, blamed=blamed, message=_failure_message(report))
         record["hypothesis"] = blob.group(0) if blob else None
-        entry = match_failure(expectations, item.nodeid, blamed) if outcome == "failed" else None
+        entry = match_failure(expectations, nodeid, blamed) if outcome == "failed" else None
         if entry is not None:
             record.update(outcome="expected failure", expectation=entry.index)
             report.outcome = "skipped"
             report.wasxfail = f"expected failure ({entry.category}): {entry.reason}"
-    elif report.when == "call" and (entry := match_test(expectations, item.nodeid)) is not None:
+    elif report.when == "call" and (entry := match_test(expectations, nodeid)) is not None:
         record.update(outcome="unexpected pass", expectation=entry.index)
         if config.getoption("--strict-expectations"):
             report.outcome = "failed"
@@ -424,8 +531,10 @@ def _record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
 
 
 def _header(config: pytest.Config) -> dict:
-    """What the report says about the suite, the backend, the environment and the run."""
-    backend: Backend = config._batchspec_backend
+    """What the report says about the suite, the backend, the environment and the run; a backend
+    that was not loaded (refused, or a usage error came first) has ``loaded: false`` and
+    ``unknown`` fields."""
+    backend: Backend | None = getattr(config, "_batchspec_backend", None)
 
     def installed(name: str) -> str:
         try:
@@ -433,6 +542,26 @@ def _header(config: pytest.Config) -> dict:
         except PackageNotFoundError:
             return "not installed"
 
+    if backend is not None:
+        about_backend = {
+            "name": backend.name,
+            "version": backend.version,
+            "spec_version": backend.spec_version,
+            "capabilities": sorted(backend.capabilities),
+            "declared": backend.declared,
+            "device": backend.device,
+            "loaded": True,
+        }
+    else:
+        about_backend = {
+            "name": ", ".join(config.getoption("--backend") or []) or "none given",
+            "version": "unknown",
+            "spec_version": "unknown",
+            "capabilities": [],
+            "declared": False,
+            "device": config.getoption("--device"),
+            "loaded": False,
+        }
     return {
         "suite": {
             "name": "batchspec",
@@ -440,14 +569,7 @@ def _header(config: pytest.Config) -> dict:
             "spec_version": spec_version(),
             "golden_index_sha256": hashlib.sha256((GOLDEN_ROOT / INDEX).read_bytes()).hexdigest(),
         },
-        "backend": {
-            "name": backend.name,
-            "version": backend.version,
-            "spec_version": backend.spec_version,
-            "capabilities": sorted(backend.capabilities),
-            "declared": backend.declared,
-            "device": backend.device,
-        },
+        "backend": about_backend,
         "environment": {
             "python": platform.python_version(),
             **{name: installed(name) for name in ("torch", "zephon", "numpy", "hypothesis", "pytest")},
@@ -464,71 +586,197 @@ def _header(config: pytest.Config) -> dict:
     }
 
 
+# the files --conformance-report=DIR writes: the report, and the results as they arrive
+REPORT_JSON, REPORT_MD, RESULTS_LOG = "report.json", "report.md", "results.jsonl"
+# after Ctrl-C or SIGTERM, how long pytest-xdist's workers get to stop before they are killed
+WORKER_GRACE_S = 1.0
+# why the run stopped, in the report, on a KeyboardInterrupt that names nothing else
+CTRL_C = "KeyboardInterrupt: Ctrl-C or SIGINT"
+
+
+def _build_report(
+    config: pytest.Config,
+    records: list[dict],
+    *,
+    interrupted: str | None = None,
+    error: str | None = None,
+    error_status: int = pytest.ExitCode.USAGE_ERROR,
+) -> dict:
+    """The run's report (``verdict.build_report``) from what ``config`` knows: the backend's
+    declared profiles and the expectations when they were loaded, none otherwise."""
+    backend: Backend | None = getattr(config, "_batchspec_backend", None)
+    profiles = spec_profiles()
+    return build_report(
+        records,
+        levels=spec_clauses(),
+        expectations=getattr(config, "_batchspec_expectations", []),
+        strict_expectations=config.getoption("--strict-expectations"),
+        header=_header(config),
+        declared_clauses={c for p in backend.capabilities for c in profiles.get(p, ())} if backend else (),
+        interrupted=interrupted,
+        release=config.getoption("--release"),
+        error=error,
+        error_status=error_status,
+    )
+
+
+def _write_report(directory: Path, report: dict) -> None:
+    """``report.json`` and ``report.md`` in ``directory``, each replaced whole (written beside,
+    then renamed): an interrupted write leaves the old file or none, never half of one.
+
+    Raises:
+        OSError: a file cannot be written.
+    """
+    for name, text in ((REPORT_JSON, dumps(report)), (REPORT_MD, render_markdown(report))):
+        partial = directory / f".{name}.partial"
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, directory / name)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the controller's main thread: the run stops as on Ctrl-C, and its
+    report says ``incomplete``."""
+
+
 class Recorder:
     """Collects the records where pytest reports results (in pytest-xdist's controller when the
-    run is distributed), then computes the verdict, writes the report and sets the exit status."""
+    run is distributed), logs each to ``results.jsonl`` as it arrives, then computes the
+    verdict, writes the report and sets the exit status: on a pass, a failure, an interruption
+    (Ctrl-C, SIGTERM, ``-x``), a usage error after configuration, no test selected, or an
+    internal error."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.records: dict[str, dict] = {}
         self.cited: dict[str, list[str]] = {}
         self.report: dict | None = None
+        self.stopped: str | None = None  # why the run stopped early (Ctrl-C, SIGTERM, pytest-xdist's -x)
+        self.error: str | None = None  # a usage or internal error after configuration
+        self.controller = not _is_worker(config)
+        directory = config.getoption("--conformance-report")
+        self.directory = Path(directory) if directory and self.controller else None
+        # one JSON record per line, flushed: what a killed run leaves (the last line of a test id is its result)
+        self._log = (self.directory / RESULTS_LOG).open("w", encoding="utf-8") if self.directory else None
+        # SIGTERM (a CI job cancelled, a timeout) takes Ctrl-C's path in the controller: the report
+        # is written, verdict incomplete. signal.signal works in the main thread only.
+        self._sigterm = None
+        if self.controller and threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._sigterm = signal.SIG_DFL if previous is None else previous
+
+    def _on_sigterm(self, signum: int, frame) -> None:
+        signal.signal(signal.SIGTERM, self._sigterm)  # a second SIGTERM is not caught
+        raise Terminated(signal.Signals(signum).name)
+
+    def pytest_unconfigure(self) -> None:
+        if self._log is not None:
+            self._log.close()
+        if self._sigterm is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+            signal.signal(signal.SIGTERM, self._sigterm)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
-            self.cited[report.nodeid] = report.batchspec_cited
+            self.cited[test_id(report.nodeid)] = report.batchspec_cited
         record = getattr(report, "batchspec_record", None)
         if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
             record = self._crash_record(report)  # pytest-xdist: the worker died running the test
         if record is None:
             return
-        previous = self.records.get(report.nodeid)
+        previous = self.records.get(record["nodeid"])
         if previous is not None and previous["outcome"] not in ("passed", "unexpected pass"):
             return  # a teardown error after a failure: the failure is what the test showed
-        self.records[report.nodeid] = record
+        self.records[record["nodeid"]] = record
+        if self._log is not None:
+            self._log.write(json.dumps(record) + "\n")
+            self._log.flush()
 
     def _crash_record(self, report: pytest.TestReport) -> dict:
         """A test whose process died (a crash, or a timeout that killed it): a failure of every
         clause it cites."""
-        cited = self.cited.get(report.nodeid, [])
+        nodeid = test_id(report.nodeid)
+        cited = self.cited.get(nodeid, [])
         try:
             timeout = self.config.getoption("timeout", None) or self.config.getini("timeout")
             limit = f" (or a hang past the per-test timeout of {timeout} s)" if timeout else ""
         except ValueError:  # pytest-timeout is not loaded
             limit = ""
         return {
-            "nodeid": report.nodeid,
+            "nodeid": nodeid,
             "cited": cited,
             "outcome": "failed" if cited else "suite error",
             "blamed": cited,
             "expectation": None,
             "message": f"the test's process died: a crash{limit}: {str(report.longrepr)[:3000]}",
-            "reproduce": _reproduce_command(report.nodeid, self.config),
+            "reproduce": _reproduce_command(nodeid, self.config),
             "hypothesis": None,
         }
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self, session: pytest.Session):
+        try:
+            return (yield)
+        except pytest.UsageError as error:  # a test id that does not exist, a test citing no clause
+            self.error = str(error)
+            raise
+
+    def pytest_internalerror(self, excrepr, excinfo: pytest.ExceptionInfo) -> None:
+        if self.error is None:
+            self.error = f"internal error: {excinfo.typename}: {excinfo.value}"
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
+        value = excinfo.value
+        if isinstance(value, pytest.exit.Exception):
+            self.stopped = f"pytest.exit: {value.msg}"
+        else:  # SIGTERM, pytest-xdist's stop (-x, a worker's Ctrl-C) and collection errors name themselves
+            self.stopped = str(value) or CTRL_C
+        if self.controller:
+            self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        """pytest-xdist's workers, stopped now rather than after their current tests: each gets
+        SIGINT (as on Ctrl-C in a terminal; a test's own clean-up runs), and those still there
+        after ``WORKER_GRACE_S`` are killed. Nothing when the run is not distributed, or its
+        workers are done."""
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        nodemanager = getattr(dsession, "nodemanager", None)
+        if nodemanager is None or getattr(dsession, "session_finished", False):
+            return
+        try:
+            for gateway in list(nodemanager.group):
+                process = getattr(getattr(gateway, "_io", None), "popen", None)  # a popen gateway's worker
+                if process is not None and process.poll() is None:
+                    process.send_signal(signal.SIGINT)
+            nodemanager.group.terminate(WORKER_GRACE_S)
+        except KeyboardInterrupt:  # a second Ctrl-C: the workers are killed at once
+            nodemanager.group.terminate(0)
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if hasattr(self.config, "workerinput") or not self.records:
+        if not self.controller:
             return  # a pytest-xdist worker: its controller reports
-        if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED):
-            return  # a usage or internal error, or no test: pytest's own status and message stand
-        stopped = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop or session.shouldfail)
-        backend: Backend = self.config._batchspec_backend
-        profiles = spec_profiles()
-        self.report = build_report(
+        if self._log is not None:
+            self._log.close()
+        status = session.exitstatus
+        error = None
+        if status == pytest.ExitCode.USAGE_ERROR:
+            error = self.error or "a usage error (the run's output says which)"
+        elif status == pytest.ExitCode.INTERNAL_ERROR:
+            error = self.error or "an internal error (the run's output has the traceback)"
+        elif status == pytest.ExitCode.NO_TESTS_COLLECTED and self.stopped is None:
+            error = "no test was selected (the test ids, -k or -m select none)"
+        elif self.config.getoption("collectonly"):
+            return  # --collect-only: not a run
+        stopped = session.shouldstop or session.shouldfail or self.stopped
+        if not stopped and status == pytest.ExitCode.INTERRUPTED:
+            stopped = "interrupted"
+        self.report = _build_report(
+            self.config,
             list(self.records.values()),
-            levels=spec_clauses(),
-            expectations=self.config._batchspec_expectations,
-            strict_expectations=self.config.getoption("--strict-expectations"),
-            header=_header(self.config),
-            declared_clauses={c for p in backend.capabilities for c in profiles.get(p, ())},
-            interrupted=str(session.shouldstop or session.shouldfail or "interrupted") if stopped else None,
-            release=self.config.getoption("--release"),
+            interrupted=str(stopped) if stopped else None,
+            error=error,
+            error_status=status,
         )
-        directory = self.config.getoption("--conformance-report")
-        if directory:
-            (Path(directory) / "report.json").write_text(dumps(self.report), encoding="utf-8")
-            (Path(directory) / "report.md").write_text(render_markdown(self.report), encoding="utf-8")
+        if self.directory is not None:
+            _write_report(self.directory, self.report)
         session.exitstatus = self.report["verdict"]["exit_status"]
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -543,15 +791,15 @@ class Recorder:
                 counts[test["outcome"]] += 1
             detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             terminalreporter.write_line(f"{row['status']:>16}  {row['level']:<6} {clause:<32} ({detail})")
-        if self.report["untested_must_clauses"]:
-            terminalreporter.write_line(
-                f"MUST clauses with no test in this run: {', '.join(self.report['untested_must_clauses'])}"
-            )
-        if self.report["untested_should_clauses"]:
-            terminalreporter.write_line(
-                f"SHOULD clauses with no test in this run: {', '.join(self.report['untested_should_clauses'])}"
-            )
+        for level in ("MUST", "SHOULD") if verdict["result"] != "error" else ():  # no test ran: all of them
+            if self.report[f"untested_{level.lower()}_clauses"]:
+                terminalreporter.write_line(
+                    f"{level} clauses with no test in this run: "
+                    f"{', '.join(self.report[f'untested_{level.lower()}_clauses'])}"
+                )
         notes = [
+            ("; ".join(verdict["errors"]), verdict["errors"]),
+            ("; ".join(verdict["incomplete"]), verdict["incomplete"]),
             (f"{len(verdict['must_failures'])} MUST clause(s) fail", verdict["must_failures"]),
             (f"{len(verdict['suite_errors'])} suite error(s)", verdict["suite_errors"]),
             (f"{len(verdict['should_failures'])} SHOULD clause(s) fail (warnings)", verdict["should_failures"]),
@@ -564,6 +812,8 @@ class Recorder:
             f"batchspec verdict: {verdict['result'].upper()} (exit status {verdict['exit_status']})"
             + (f": {shown}" if shown else "")
         )
-        directory = self.config.getoption("--conformance-report")
-        if directory:
-            terminalreporter.write_line(f"conformance report written to {directory}/report.json and report.md")
+        if self.directory is not None:
+            terminalreporter.write_line(
+                f"conformance report written to {self.directory / REPORT_JSON} and {REPORT_MD} "
+                f"(results as they arrived: {RESULTS_LOG})"
+            )

@@ -3,11 +3,15 @@ rank processes, two launchers.
 
 Each test launches one job per phase (a phase is a fresh set of processes, as after a
 restart) through the backend under test, then checks the JSON every rank wrote. A job is
-either ``mpiexec -n K python -m batchspec.conformance.multirank.mpi_main`` (mpi4py) or ``python -m
-conformance.multirank.torch_main --ranks K`` (torch.distributed, gloo, spawned processes);
-both run the same scenario code, ``conformance/multirank/scenarios.py``. ``--launcher``
-selects them (default: both). Every rank process loads ``--backend`` itself; the directory
-pytest imported the backend's module from is put on the ranks' ``PYTHONPATH``.
+either ``mpiexec -n K`` (mpi4py, MPI initialised through mpiexec's PMI) or K processes joined
+in a torch.distributed gloo group; both run the same scenario code,
+``conformance/multirank/scenarios.py``. ``--launcher`` selects them (default: both). The rank
+processes are forked from this pytest process's zygote (``multirank/zygote.py``: it imported
+torch and zephon once, never the backend), under mpiexec through a thin client per rank;
+``--rank-processes=new`` starts a new interpreter per rank instead (``mpiexec -n K python -m
+batchspec.conformance.multirank.mpi_main``, ``python -m batchspec.conformance.multirank.torch_main
+--ranks K``). Every rank process loads ``--backend`` itself; the directory pytest imported the
+backend's module from is put on the ranks' ``PYTHONPATH``.
 
 Two data sources (``scenarios.py`` has the details): field report F18's pipeline (16 one-token
 rows, ``convert_batch`` returns row indices, so F18's literal lists apply) and real corpus text
@@ -21,12 +25,6 @@ MPICH's next to the interpreter); without them its tests are skipped with that h
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -34,29 +32,27 @@ import pytest
 
 from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError, check, names
 from batchspec.conformance.helpers.envelope import DIGEST, HEADER, MAGIC, body_of
-from batchspec.conformance.plugin import LAUNCHERS
+from batchspec.conformance.multirank.jobs import MPI4PY_MISSING, MPIEXEC, launch, rank_environment
+from batchspec.conformance.multirank.zygote import Zygote
+from batchspec.conformance.plugin import LAUNCHERS, XDIST_GROUP_PREFIX
 
-JOB_TIMEOUT_S = 120
 C = 4  # canonical_replicas of the scenarios unless a test says otherwise
 
-try:
-    import mpi4py  # noqa: F401
 
-    _MPI4PY = None
-except ImportError as _error:
-    _MPI4PY = f"mpi4py is not installed ({_error}); pip install mpi4py mpich"
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-
-
-@pytest.fixture(scope="module", params=LAUNCHERS)
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(name, marks=pytest.mark.xdist_group(f"{XDIST_GROUP_PREFIX}{name}")) for name in LAUNCHERS],
+)
 def launcher(request) -> str:
-    """The process launcher of this run of the scenarios (``--launcher``)."""
+    """The process launcher of this run of the scenarios (``--launcher``). Under pytest-xdist's
+    ``--dist=loadgroup`` (the ``batchspec`` command's default) each launcher's scenarios run in
+    one worker, beside the other launcher's."""
     selected = request.config._batchspec_launchers
     if request.param not in selected:
         pytest.skip(f"launcher {request.param!r} not selected (--launcher={','.join(selected)})")
     if request.param == "mpiexec":
-        if _MPI4PY is not None:
-            pytest.skip(_MPI4PY)
+        if MPI4PY_MISSING is not None:
+            pytest.skip(MPI4PY_MISSING)
         if MPIEXEC is None:
             pytest.skip("no mpiexec on PATH or next to the interpreter; pip install mpich")
     return request.param
@@ -72,67 +68,17 @@ F18_DP2_AFTER_STEP1 = [[4, 6, 11, 10, 14, 13], [7, 5, 8, 9, 15, 12]]
 CORPUS = {"data": "corpus", "docs": 48, "seq_len": 128, "batch_size": 2}
 
 
-def backend_dir(backend_spec: str) -> str | None:
-    """The directory that makes the backend's top-level module importable, as pytest found it."""
-    top = backend_spec.partition(":")[0].split(".")[0]
-    module = sys.modules.get(top)
-    file = getattr(module, "__file__", None)
-    if not file:
-        return None
-    path = Path(file).resolve()
-    return str(path.parent.parent if path.name == "__init__.py" else path.parent)
-
-
-def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_TIMEOUT_S, **params):
-    """One job of ``ranks`` processes running ``scenarios.run_phase(params)`` under ``launcher``.
-
-    Returns ``(returncode, per-rank results, wall seconds, output tail)``. A job that runs past
-    ``timeout`` is killed (its whole process group) and fails the test.
-    """
-    out = workdir / name
-    out.mkdir(parents=True)
-    params = {"scratch_dir": str(workdir), "run_id": name, **params}
-    job = ["--backend", backend_spec, "--out", str(out), "--params", json.dumps(params)]
-    if launcher == "mpiexec":
-        command = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "batchspec.conformance.multirank.mpi_main", *job]
-    else:
-        command = [sys.executable, "-m", "batchspec.conformance.multirank.torch_main", "--ranks", str(ranks), *job]
-    # The caller's path, then where pytest found the backend; the rank processes start in the
-    # caller's directory, as pytest did (batchspec itself is an installed package).
-    pythonpath = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), backend_dir(backend_spec)]))
-    env = dict(os.environ, ZEPHON_CATALOG_DIR=str(workdir / "catalog"), PYTHONPATH=pythonpath)
-    started = time.monotonic()
-    process = subprocess.Popen(
-        command,
-        cwd=Path.cwd(),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
-        output, _ = process.communicate()
-        pytest.fail(f"{launcher} job {name!r} ran past {timeout}s and was killed; output:\n{output[-4000:]}")
-    elapsed = time.monotonic() - started
-    results = []
-    for rank in range(ranks):
-        path = out / f"rank{rank}.json"
-        if not path.exists():
-            hint = ""
-            if "BackendError" in output:
-                hint = (
-                    f"\nthe rank processes could not load --backend {backend_spec!r} although pytest could; "
-                    f"make its module importable from {Path.cwd()} with PYTHONPATH"
-                )
-            raise SuiteError(
-                f"{launcher} job {name!r}: rank {rank} wrote no result (rc={process.returncode}){hint}\n{output[-4000:]}"
-            )
-        results.append(json.loads(path.read_text(encoding="utf-8")))
-    return process.returncode, results, elapsed, output[-4000:]
+@pytest.fixture(scope="session")
+def zygote(request):
+    """The zygote of this pytest process (``multirank/zygote.py``): it imports torch and zephon
+    once and forks every job's rank processes, each new per phase, under both launchers; None
+    under ``--rank-processes=new`` (a new interpreter per rank)."""
+    if request.config.getoption("--rank-processes") == "new":
+        yield None
+        return
+    forks = Zygote(rank_environment(request.config._batchspec_backend_spec), Path.cwd())
+    yield forks
+    forks.close()
 
 
 def ok(job, name, clause=None):
@@ -262,9 +208,10 @@ def assert_identical_states(workdir, name, results, topology):
 def run(launcher, request):
     """``run(ranks, workdir, name, **params)``: one job of the selected launcher and backend."""
     backend_spec = request.config._batchspec_backend_spec
+    forks = request.getfixturevalue("zygote")
 
     def run_job(ranks, workdir, name, **params):
-        return launch(launcher, backend_spec, ranks, workdir, name, **params)
+        return launch(launcher, backend_spec, ranks, workdir, name, zygote=forks, **params)
 
     return run_job
 

@@ -17,14 +17,18 @@ expected), ``unexpected pass`` (an expectation names it or one of its tests, and
 or stopped on another clause), ``inconclusive`` (every citing test failed on another clause,
 or the suite itself failed), ``not supported``.
 
-The verdict (``build_report(...)["verdict"]``) is ``fail``, exit status 1, when a MUST clause
-has status ``FAIL``, when the suite itself failed (a suite error: no clause can be judged), or,
-under ``--strict-expectations``, when an expectation passed; else ``incomplete`` when the run
-stopped early (exit status 2) or when a ``--release`` run left a MUST clause of a declared
-profile unchecked (a subset run: exit status 1); else ``pass``, exit status 0. SHOULD failures
-are warnings; ``unchecked_must_clauses`` lists the declared MUST clauses no test checked. The
-verdict holds no time, path or order of execution, so two runs of one backend at one suite
-version give the same bytes.
+The verdict (``build_report(...)["verdict"]``) is ``error`` when the run could not judge the
+backend at all (``errors`` says why), with pytest's exit status: 4 when the backend was refused
+(no ``BATCHSPEC_SPEC_VERSION``, another major SPEC version, an import failure) or an option was
+wrong (a usage error), 5 when no test was selected, 3 on an internal error. Else it is ``fail``,
+exit status 1, when a MUST clause has status ``FAIL``, when the suite itself failed (a suite
+error: no clause can be judged), or, under ``--strict-expectations``, when an expectation
+passed; else ``incomplete`` when the run stopped early (``-x``, Ctrl-C, SIGTERM: exit status
+2) or when a ``--release`` run left a MUST clause of a declared profile unchecked (a subset
+run: exit status 1); else ``pass``, exit status 0. SHOULD failures are warnings;
+``unchecked_must_clauses`` lists the declared MUST clauses no test checked. The verdict holds
+no time, path or order of execution, so two runs of one backend at one suite version give the
+same bytes.
 """
 
 from __future__ import annotations
@@ -33,12 +37,27 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+import pytest
+
 from batchspec.conformance.expectations import Expectation, matches
 
-__all__ = ["OUTCOMES", "STATUSES", "build_report", "clause_outcomes", "render_markdown", "render_scoreboard"]
+__all__ = [
+    "MARKDOWN_FAILURES",
+    "OUTCOMES",
+    "RESULTS",
+    "STATUSES",
+    "build_report",
+    "clause_outcomes",
+    "dumps",
+    "render_markdown",
+    "render_scoreboard",
+]
 
 OUTCOMES = ("passed", "failed", "expected failure", "unexpected pass", "not supported", "skipped", "suite error")
 STATUSES = ("FAIL", "expected failure", "unexpected pass", "pass", "partial", "inconclusive", "not supported")
+RESULTS = ("error", "fail", "incomplete", "pass")  # the verdict's ``result``
+# report.md shows this many failures in full (the real failures first); report.json has them all
+MARKDOWN_FAILURES = 20
 
 
 def clause_outcomes(records: Iterable[Mapping]) -> dict[str, list[tuple[str, str]]]:
@@ -103,14 +122,23 @@ def build_report(
     declared_clauses: Iterable[str] = (),
     interrupted: str | None = None,
     release: bool = False,
+    error: str | None = None,
+    error_status: int = pytest.ExitCode.USAGE_ERROR,
 ) -> dict:
     """The run's report: ``header`` (suite, SPEC, backend, environment, run options), the
     ``verdict``, the per-clause ``clauses`` table, every ``failures`` entry with its reproduce
     command, and the MUST / SHOULD clauses no test of the run checked.
 
     ``declared_clauses``: the clauses of the profiles the backend declares; ``interrupted``:
-    why the run stopped early (``-x``, Ctrl-C), else None; ``release``: a ``--release`` run,
-    which must check every MUST clause of the declared profiles."""
+    why the run stopped early (``-x``, Ctrl-C, SIGTERM), else None; ``release``: a ``--release``
+    run, which must check every MUST clause of the declared profiles; ``error``: why the run
+    could not judge the backend (a refused backend, a usage error, no test selected), else None:
+    the verdict is then ``error`` with exit status ``error_status`` (pytest's), whatever the
+    records say. ``header["backend"]`` needs ``name``, ``version``, ``capabilities`` and
+    ``spec_version`` (``unknown`` ones for a backend that was not loaded).
+
+    Raises:
+        KeyError: a record, or ``header``, without a field named above."""
     records = sorted(records, key=lambda r: r["nodeid"])
     per_clause = clause_outcomes(records)
     expected_clauses = {e.clause for e in expectations if e.clause is not None}
@@ -152,7 +180,9 @@ def build_report(
         incomplete.append(
             f"a release run must check every MUST clause of the declared profiles; {len(unchecked)} were not"
         )
-    if failed:
+    if error is not None:
+        result, exit_status = "error", int(error_status)
+    elif failed:
         result, exit_status = "fail", 1
     elif incomplete:
         result, exit_status = "incomplete", 2 if interrupted else 1
@@ -161,6 +191,7 @@ def build_report(
     verdict = {
         "result": result,
         "exit_status": exit_status,
+        "errors": [error] if error is not None else [],
         "incomplete": incomplete,
         "unchecked_must_clauses": unchecked,
         "suite_version": header["suite"]["version"],
@@ -205,24 +236,37 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+# report.md lists failures in this order (then by test id): what fails the run first
+_FAILURE_ORDER = ("failed", "suite error", "unexpected pass", "expected failure")
+
+
 def render_markdown(report: Mapping) -> str:
-    """The report as Markdown: what ran, the verdict and why, each failure with its reproduce
-    command, and the clause table."""
+    """The report as Markdown, in reading order: what ran (the header table); the verdict and
+    why (errors, incomplete reasons, MUST failures, suite errors, unexpected passes under
+    ``--strict-expectations``); the failures, the first ``MARKDOWN_FAILURES`` in full with their
+    reproduce commands (failures before expected failures); the warnings and expectations; the
+    clause table; last, the clauses no test of the run checked.
+
+    Raises:
+        KeyError: ``report`` is not a ``build_report`` report."""
     verdict, suite, backend = report["verdict"], report["suite"], report["backend"]
+    if backend.get("loaded", True):
+        backend_row = f"{backend['name']} {backend['version']}, targets SPEC {backend['spec_version']}, device {backend['device']}"
+    else:
+        backend_row = f"{backend['name']}: not loaded (see the verdict), device {backend['device']}"
     lines = [
         f"# batchspec conformance: {backend['name']} {backend['version']}",
-        "",
-        f"**Verdict: {verdict['result'].upper()}** (exit status {verdict['exit_status']})",
         "",
         "| | |",
         "|---|---|",
         f"| suite | batchspec {suite['version']}, SPEC {suite['spec_version']}, golden index sha256 "
         f"`{suite['golden_index_sha256'][:16]}…` |",
-        f"| backend | {backend['name']} {backend['version']}, targets SPEC {backend['spec_version']}, "
-        f"device {backend['device']} |",
+        f"| backend | {_cell(backend_row)} |",
         f"| capabilities | {', '.join(backend['capabilities']) or 'none'} |",
         *(f"| {k} | {_cell(v)} |" for k, v in report["environment"].items()),
         *(f"| {k} | {_cell(v)} |" for k, v in report["run"].items()),
+        "",
+        f"**Verdict: {verdict['result'].upper()}** (exit status {verdict['exit_status']})",
         "",
     ]
 
@@ -230,49 +274,35 @@ def render_markdown(report: Mapping) -> str:
         if items:
             lines.extend([f"## {title}", "", *items, ""])
 
-    section("Why the run is incomplete", [f"- {reason}" for reason in verdict["incomplete"]])
-    section(
-        "MUST clauses of the declared profiles that no test checked",
-        [f"- [{c}]" for c in verdict["unchecked_must_clauses"]],
-    )
-    section(
-        "MUST clauses that fail (the verdict)",
-        [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["must_failures"].items()],
-    )
-    section("Suite errors (no clause judged)", [f"- `{n}`" for n in verdict["suite_errors"]])
-    section(
-        "SHOULD clauses that fail (warnings)",
-        [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["should_failures"].items()],
-    )
     entries = {e["entry"]: e for e in verdict["expectations"]}
 
     def why(index: int) -> str:
         entry = entries[index]
         return f"{entry['category']}: {entry['reason']}"
 
-    section(
-        "Expected failures",
-        [
-            f"- `{e['nodeid']}` [{', '.join(e['clauses'])}] ({_cell(why(e['entry']))})"
-            for e in verdict["expected_failures"]
-        ],
-    )
-
     def unexpected(u: Mapping) -> str:
         what = f"`{u['nodeid']}`" if "nodeid" in u else f"[{u['clause']}]"
         return f"- {what} ({_cell(why(u['entry']))})"
 
-    strict = " (fail the run: --strict-expectations)" if verdict["strict_expectations"] else ""
-    section("Unexpected passes" + strict, [unexpected(u) for u in verdict["unexpected_passes"]])
+    # the verdict and why
+    section("Why the run could not judge the backend", [f"- {_cell(e)}" for e in verdict.get("errors", ())])
+    section("Why the run is incomplete", [f"- {reason}" for reason in verdict["incomplete"]])
     section(
-        "Stale expectations (they match no test of this run)",
-        [
-            f"- entry {e['entry']}: {e.get('test') or e.get('clause')} ({_cell(e['reason'])})"
-            for e in verdict["stale_expectations"]
-        ],
+        "MUST clauses that fail (the verdict)",
+        [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["must_failures"].items()],
     )
+    section("Suite errors (no clause judged)", [f"- `{n}`" for n in verdict["suite_errors"]])
+    unexpected_title = "Unexpected passes"
+    if verdict["strict_expectations"]:
+        section(
+            unexpected_title + " (fail the run: --strict-expectations)",
+            list(map(unexpected, verdict["unexpected_passes"])),
+        )
+
+    # the failures
+    ordered = sorted(report["failures"], key=lambda f: _FAILURE_ORDER.index(f["outcome"]))
     failures = []
-    for f in report["failures"]:
+    for f in ordered[:MARKDOWN_FAILURES]:
         failures += [
             f"### `{f['nodeid']}` ({f['outcome']}; {', '.join(f['clauses']) or 'no clause'})",
             "",
@@ -283,17 +313,56 @@ def render_markdown(report: Mapping) -> str:
             f"Reproduce: `{f['reproduce']}`" + (f" (hypothesis: `{f['hypothesis']}`)" if f.get("hypothesis") else ""),
             "",
         ]
+    if len(ordered) > MARKDOWN_FAILURES:
+        failures.append(f"{len(ordered) - MARKDOWN_FAILURES} more failures: see report.json")
     section("Failures", failures)
-    lines += ["## Clauses", "", "| clause | level | status | tests |", "|---|---|---|---|"]
+
+    # warnings and expectations
+    section(
+        "SHOULD clauses that fail (warnings)",
+        [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["should_failures"].items()],
+    )
+    section(
+        "Expected failures",
+        [
+            f"- `{e['nodeid']}` [{', '.join(e['clauses'])}] ({_cell(why(e['entry']))})"
+            for e in verdict["expected_failures"]
+        ],
+    )
+    if not verdict["strict_expectations"]:
+        section(unexpected_title, list(map(unexpected, verdict["unexpected_passes"])))
+    section(
+        "Stale expectations (they match no test of this run)",
+        [
+            f"- entry {e['entry']}: {e.get('test') or e.get('clause')} ({_cell(e['reason'])})"
+            for e in verdict["stale_expectations"]
+        ],
+    )
+
+    # the clauses, then what no test checked
+    rows = []
     for clause, row in report["clauses"].items():
         counts = defaultdict(int)
         for test in row["tests"]:
             counts[test["outcome"]] += 1
         detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-        lines.append(f"| {clause} | {row['level']} | {row['status']} | {detail} |")
-    if report["untested_must_clauses"]:
-        lines += ["", f"MUST clauses with no test in this run: {', '.join(report['untested_must_clauses'])}"]
-    return "\n".join(lines) + "\n"
+        rows.append(f"| {clause} | {row['level']} | {row['status']} | {detail} |")
+    section(
+        "Clauses", ["| clause | level | status | tests |", "|---|---|---|---|", *rows] if rows else ["No test ran."]
+    )
+    section(
+        "MUST clauses of the declared profiles that no test checked",
+        [f"- [{c}]" for c in verdict["unchecked_must_clauses"]],
+    )
+    section(
+        "Clauses with no test in this run",
+        [
+            f"- {level}: {', '.join(report[key])}"
+            for level, key in (("MUST", "untested_must_clauses"), ("SHOULD", "untested_should_clauses"))
+            if report[key] and verdict["result"] != "error"  # no test ran: every clause would be listed
+        ],
+    )
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def render_scoreboard(reports: list[Mapping]) -> str:

@@ -59,10 +59,29 @@ class BackgroundRun:
         )
         self._run: SuiteRun | None = None
 
-    def result(self) -> SuiteRun:
-        """Wait for the run (at most 15 minutes) and return what it produced."""
+    @property
+    def pid(self) -> int:
+        """The run's process id (pytest-xdist's controller when the run is distributed)."""
+        return self._process.pid
+
+    @property
+    def running(self) -> bool:
+        """Whether the run's process is still going."""
+        return self._process.poll() is None
+
+    def send_signal(self, signum: int) -> None:
+        """Send ``signum`` to the run's process (not to its workers)."""
+        self._process.send_signal(signum)
+
+    def result(self, timeout: float = 900) -> SuiteRun:
+        """Wait for the run (at most ``timeout`` seconds, 15 minutes by default) and return what
+        it produced.
+
+        Raises:
+            subprocess.TimeoutExpired: the run is still going after ``timeout`` seconds.
+        """
         if self._run is None:
-            returncode = self._process.wait(timeout=900)
+            returncode = self._process.wait(timeout=timeout)
             self._log.seek(0)
             self._run = _result(returncode, self._log.read(), self._junit, self._report)
             self._log.close()

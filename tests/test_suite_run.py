@@ -9,12 +9,13 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import pytest
 from _suite import ROOT, run_conformance
 
 from batchspec import reference
 from batchspec.conformance.goldens import load_all
 from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError
-from batchspec.conformance.plugin import _blame
+from batchspec.conformance.plugin import _blame, pytest_addoption, suite_version
 from batchspec.conformance.spec import spec_clauses, spec_version
 
 # tests/probe_backends/partial_backend.py importable, with the repository behind it.
@@ -241,6 +242,42 @@ def test_list_backends_prints_names_versions_and_capabilities(tmp_path):
     assert run.returncode == 0, run.output[-2000:]
     assert "partial_backend:BACKEND (partial_backend:BACKEND) version=partial-0" in run.output
     assert "capabilities: unpad_data\n" in run.output
+
+
+class _OptionNames:
+    """A stand-in for pytest's parser and option group that records the option names added."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def getgroup(self, name: str, description: str = "") -> _OptionNames:
+        return self
+
+    def addoption(self, *names: str, **kwargs) -> None:
+        self.names.extend(names)
+
+
+def test_batchspec_help_and_version_need_no_backend(tmp_path):
+    """``batchspec --help`` lists every option of the suite, ``--version`` names the suite's
+    version and the SPEC version it checks; both exit 0 without ``--backend``."""
+    options = _OptionNames()
+    pytest_addoption(options)
+    assert "--expectations" in options.names and "--conformance-report" in options.names
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "batchspec", "--help"], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "--backend is required" not in done.stdout + done.stderr
+    missing = [name for name in options.names if name not in done.stdout]
+    assert not missing, f"batchspec --help does not list {missing}"
+    done = subprocess.run(
+        [sys.executable, "-m", "batchspec", "--version"], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    first, second = done.stdout.splitlines()[:2]
+    assert suite_version() in first and f"SPEC {spec_version()}" in first and first.startswith("batchspec ")
+    assert second == f"pytest {pytest.__version__}"
 
 
 def test_an_entry_point_backend_from_an_installed_package_is_found_by_name(tmp_path):

@@ -1,6 +1,8 @@
 """The release gate (README, "Gating a release"): the verdict and its exit status, expectations,
-deterministic release runs, and crash and hang isolation, each shown with a backend of
-``tests/probe_backends/verdict_backends.py`` on a small selection of the suite."""
+deterministic release runs, crash and hang isolation, and a report on every outcome (a refused
+backend, a usage error, Ctrl-C and SIGTERM under pytest-xdist), each shown with a backend of
+``tests/probe_backends/verdict_backends.py`` (or the reference) on a small selection of the
+suite."""
 
 from __future__ import annotations
 
@@ -8,13 +10,21 @@ import json
 import os
 import runpy
 import shlex
+import signal
 import textwrap
+import time
+from pathlib import Path
 
-from _suite import ROOT, run_conformance
+import pytest
+from _suite import ROOT, BackgroundRun, run_conformance
 
 from batchspec.conformance import scoreboard
+from batchspec.conformance.backends import BackendError, load_backend
+from batchspec.conformance.expectations import ExpectationsError, load_expectations
 from batchspec.conformance.goldens import load_all
-from batchspec.conformance.spec import spec_clauses
+from batchspec.conformance.plugin import CTRL_C, REPORT_JSON, REPORT_MD, RESULTS_LOG, _launchers, suite_version
+from batchspec.conformance.spec import spec_clauses, spec_profiles, spec_version
+from batchspec.conformance.verdict import MARKDOWN_FAILURES, build_report, dumps
 
 PROBES = str(ROOT / "tests" / "probe_backends")
 MUTANTS = str(ROOT / "tests" / "mutants")  # mutant_base, which the probes are built with
@@ -210,3 +220,164 @@ def test_the_committed_scoreboard_has_a_row_for_every_spec_clause():
     text = (ROOT / "docs" / "scoreboard.md").read_text(encoding="utf-8")
     rows = {line.split(" | ")[0].removeprefix("| ") for line in text.splitlines() if line.startswith("| ")}
     assert set(spec_clauses()) <= rows, sorted(set(spec_clauses()) - rows)
+
+
+def test_a_refused_backend_still_gets_a_report_that_says_why(tmp_path, monkeypatch):
+    """A backend without ``BATCHSPEC_SPEC_VERSION`` is refused before any test runs: pytest's
+    usage error, and a report with verdict ``error``, the refusal, and what is known."""
+    (tmp_path / "unversioned.py").write_text("from batchspec.reference import get_unpad_data  # noqa: F401\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(BackendError) as refusal:
+        load_backend("unversioned")
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]]))
+    run = run_conformance(tmp_path / "run", "conformance/test_signatures.py", "--backend=unversioned", env=env)
+    verdict = run.report["verdict"]
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR and not run.testcases, run.output[-2000:]
+    assert verdict["result"] == "error" and verdict["exit_status"] == run.returncode
+    assert verdict["errors"] == [str(refusal.value)] and "BATCHSPEC_SPEC_VERSION" in verdict["errors"][0]
+    assert str(refusal.value) in run.output
+    assert run.report["suite"]["version"] == suite_version() and run.report["suite"]["spec_version"] == spec_version()
+    backend = run.report["backend"]
+    assert backend["name"] == "unversioned" and backend["loaded"] is False and backend["version"] == "unknown"
+    assert run.report["clauses"] == {} and run.report["failures"] == []
+    markdown = (tmp_path / "run" / "report" / REPORT_MD).read_text(encoding="utf-8")
+    assert "**Verdict: ERROR** (exit status 4)" in markdown and "unversioned: not loaded" in markdown
+    assert str(refusal.value) in markdown
+
+
+def test_usage_errors_get_a_report_that_says_why(tmp_path):
+    """A bad ``--launcher``, two ``--backend``s, a bad ``--expectations`` file, a test id that
+    does not exist, and a selection of no test: each a report with verdict ``error``, the
+    reason, and pytest's exit status."""
+    bad = tmp_path / "expectations.toml"
+    bad.write_text('[[expected]]\nclause = "no-such-clause"\ncategory = "backend bug"\nreason = "x"\n')
+    with pytest.raises(pytest.UsageError) as launcher:
+        _launchers("foo")
+    with pytest.raises(ExpectationsError) as expectations:
+        load_expectations(str(bad), spec_clauses())
+    signatures = "conformance/test_signatures.py"
+    cases = {
+        "launcher": ((signatures, "--backend=reference", "--launcher=foo"), str(launcher.value)),
+        "expectations": ((signatures, "--backend=reference", f"--expectations={bad}"), str(expectations.value)),
+        "backends": ((signatures, "--backend=vectorized", "--backend=reference"), "--backend was given 2 times"),
+        "test id": ((f"{signatures}::test_no_such_test", "--backend=reference"), "not found: "),
+    }
+    for name, (args, reason) in cases.items():
+        run = run_conformance(tmp_path / name.replace(" ", "-"), *args)
+        verdict = run.report.get("verdict", {})
+        assert run.returncode == pytest.ExitCode.USAGE_ERROR, (name, run.output[-2000:])
+        assert verdict["result"] == "error" and verdict["exit_status"] == run.returncode, name
+        assert len(verdict["errors"]) == 1 and verdict["errors"][0].startswith(reason), (name, verdict["errors"])
+        assert verdict["errors"][0].splitlines()[0] in run.output, name
+    none = run_conformance(tmp_path / "none", signatures, "-k", "no_test_has_this_name", "--backend=reference")
+    assert none.returncode == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert none.report["verdict"]["result"] == "error" and none.report["verdict"]["exit_status"] == none.returncode
+    assert none.report["verdict"]["errors"][0].startswith("no test was selected")
+
+
+def _results_log(directory: Path) -> dict[str, dict]:
+    """``results.jsonl``: test id -> its record (the last line of a test id is its result)."""
+    lines = (directory / RESULTS_LOG).read_text(encoding="utf-8").splitlines()
+    return {record["nodeid"]: record for record in map(json.loads, lines)}
+
+
+def _report_from_log(directory: Path, report: dict, *, interrupted: str | None) -> dict:
+    """The report built again from ``results.jsonl`` alone, with ``report``'s header: the
+    report is exactly what the log's results give."""
+    profiles = spec_profiles()
+    return build_report(
+        list(_results_log(directory).values()),
+        levels=spec_clauses(),
+        expectations=[],
+        strict_expectations=False,
+        header={key: report[key] for key in ("suite", "backend", "environment", "run")},
+        declared_clauses={c for p in report["backend"]["capabilities"] for c in profiles.get(p, ())},
+        interrupted=interrupted,
+    )
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (pytest-xdist's workers of a controller), from /proc."""
+    return [int(stat.parent.name) for stat in Path("/proc").glob("[0-9]*/stat") if _alive(stat, parent=pid)]
+
+
+def _alive(stat: Path, parent: int | None = None) -> bool:
+    """Whether the process of ``/proc/PID/stat`` runs (is not a zombie), with ``parent`` as its
+    parent when given."""
+    try:
+        state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
+    except OSError:  # it ended meanwhile
+        return False
+    return state != "Z" and (parent is None or int(ppid) == parent)
+
+
+STOPS_WITHIN_S = 5  # README "Gating a release": an interrupted run ends this soon, report written
+
+
+@pytest.mark.parametrize(
+    ("signum", "workers_option", "reason"),
+    [(signal.SIGINT, "2", CTRL_C), (signal.SIGTERM, "1", signal.SIGTERM.name)],
+    ids=["SIGINT", "SIGTERM"],
+)
+def test_an_interrupted_distributed_run_stops_at_once_with_a_report_of_the_results_so_far(
+    tmp_path, signum, workers_option, reason
+):
+    """Ctrl-C (SIGINT) or SIGTERM sent to pytest-xdist's controller mid-run: the workers are
+    stopped, the run ends within ``STOPS_WITHIN_S`` seconds with exit status 2, and the report
+    says ``incomplete``, with exactly the results ``results.jsonl`` had logged."""
+    # quick tests first, then property tests that would run for long (many examples each)
+    tests = ("conformance/test_signatures.py", "conformance/properties")
+    env = dict(os.environ, BATCHSPEC_MAX_EXAMPLES="100000")
+    run = BackgroundRun(tmp_path, *tests, "--backend=reference", "-n", workers_option, env=env)
+    directory = tmp_path / "report"
+    try:
+        deadline, logged = time.monotonic() + 300, set()
+        while len(logged) < 3:
+            assert time.monotonic() < deadline and run.running, "the run logged no results"
+            time.sleep(0.2)
+            if (directory / RESULTS_LOG).exists():  # the whole lines written so far
+                lines = (directory / RESULTS_LOG).read_text(encoding="utf-8").splitlines(keepends=True)
+                logged = {json.loads(line)["nodeid"] for line in lines if line.endswith("\n")}
+        workers = _children(run.pid)
+        run.send_signal(signum)
+        sent = time.monotonic()
+        done = run.result(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        run.stop()
+    assert took < STOPS_WITHIN_S, f"the run took {took:.1f} s to stop"
+    assert len(workers) == int(workers_option), workers
+    assert not [pid for pid in workers if _alive(Path(f"/proc/{pid}/stat"))], "a worker outlived the run"
+    verdict = done.report["verdict"]
+    assert done.returncode == 2 and verdict["result"] == "incomplete", done.output[-3000:]
+    assert verdict["incomplete"] == [f"the run stopped early ({reason})"]
+    tested = {t["nodeid"] for row in done.report["clauses"].values() for t in row["tests"]}
+    assert logged <= tested == set(_results_log(directory)), "a result logged before the signal is missing"
+    assert dumps(_report_from_log(directory, done.report, interrupted=reason)) == (directory / REPORT_JSON).read_text()
+
+
+def test_report_md_reads_header_verdict_failures_clauses_then_what_no_test_checked(tmp_path):
+    """A run with more failures than report.md shows in full (a mutant whose labels are not
+    shifted fails [ctb-shift] on most golden cases): the sections in reading order, the first
+    ``MARKDOWN_FAILURES`` failures in full and a count of the rest, and the report equal to
+    what ``results.jsonl`` gives."""
+    run = run_conformance(tmp_path, GOLDENS, "--backend=m_labels_unshifted:BACKEND", env=ENV)
+    directory = tmp_path / "report"
+    failures = run.report["failures"]
+    assert run.returncode == 1 and len(failures) > MARKDOWN_FAILURES, run.output[-3000:]
+    markdown = (directory / REPORT_MD).read_text(encoding="utf-8")
+    order = [
+        "| suite | batchspec",
+        "**Verdict: FAIL** (exit status 1)",
+        "## MUST clauses that fail (the verdict)",
+        "## Failures",
+        "## Clauses",
+        "## MUST clauses of the declared profiles that no test checked",
+        "## Clauses with no test in this run",
+    ]
+    positions = [markdown.index(text) for text in order]
+    assert positions == sorted(positions), [text for _, text in sorted(zip(positions, order))]
+    shown = [line.split("`")[1] for line in markdown.splitlines() if line.startswith("### `")]
+    assert shown == [f["nodeid"] for f in failures[:MARKDOWN_FAILURES]]
+    assert f"{len(failures) - MARKDOWN_FAILURES} more failures: see report.json" in markdown
+    assert dumps(_report_from_log(directory, run.report, interrupted=None)) == (directory / REPORT_JSON).read_text()

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
 import traceback
@@ -135,7 +136,8 @@ def _take(loader, k: int | None) -> list[list[int]]:
 def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
     """Run one phase on this rank; write ``rank{rank}.json``; return whether it succeeded.
 
-    The JSON holds ``uninterrupted`` and ``batches`` (lists of per-batch row lists), ``loaded``
+    The JSON holds ``pid`` and ``parent_pid`` (the rank's process and its parent),
+    ``uninterrupted`` and ``batches`` (lists of per-batch row lists), ``loaded``
     (whether ``state_dict()`` right after the load returned the loaded bytes; ``after_load``
     shows what it returned instead, ``loaded_sha256`` what was loaded),
     ``state_sha256`` and ``all_state_sha256`` (everyone's, by rank), ``error`` (the traceback
@@ -145,7 +147,14 @@ def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
     """
     params = {**DEFAULTS, **params}
     out_dir = Path(out_dir)
-    result: dict[str, Any] = {"rank": group.rank, "world_size": group.world_size, "error": None}
+    # the process ids show that every phase runs in processes of its own (tests/test_zygote.py)
+    result: dict[str, Any] = {
+        "rank": group.rank,
+        "world_size": group.world_size,
+        "error": None,
+        "pid": os.getpid(),
+        "parent_pid": os.getppid(),
+    }
     state: bytes | None = None
     try:
         if params["uninterrupted"]:

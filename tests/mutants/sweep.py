@@ -84,6 +84,9 @@ def run_mutant(name: str, workdir: Path) -> dict:
     if not path.exists():
         return {"mutant": name, "summary": summary, "declared": clauses, "killed": False, "error": done.stdout[-2000:]}
     report = json.loads(path.read_text(encoding="utf-8"))
+    if report["verdict"]["result"] == "error":  # the mutant was refused, or the run could not start: nothing ran
+        error = "; ".join(report["verdict"]["errors"])
+        return {"mutant": name, "summary": summary, "declared": clauses, "killed": False, "error": error}
     failures = report["failures"]
     blamed = sorted({c for f in failures for c in f["clauses"]})
     # the routes of the model checks (conformance/model/) that fail: test ids are <route>-<attention>
