@@ -51,7 +51,7 @@ from batchspec.conformance.device import DeviceOptionError, check_device_option
 from batchspec.conformance.expectations import ExpectationsError, load_expectations, match_failure, match_test
 from batchspec.conformance.golden.layout import INDEX
 from batchspec.conformance.golden.layout import ROOT as GOLDEN_ROOT
-from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError
+from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError, skip, skip_reason
 from batchspec.conformance.options import add_backend_option, add_device_option
 from batchspec.conformance.spec import (
     SPEC_PATH,
@@ -408,9 +408,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("requires"):
         for capability in mark.args:
             if not backend.supports(capability):
-                pytest.skip(
+                skip(
                     f"{NOT_SUPPORTED}: backend {backend.name!r} does not declare capability "
-                    f"{capability!r} ({CAPABILITIES[capability][0]})"
+                    f"{capability!r} ({CAPABILITIES[capability][0]})",
+                    f"implement it and add {capability!r} to BATCHSPEC_CAPABILITIES",
                 )
 
 
@@ -510,6 +511,8 @@ def _record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
     record["reproduce"] = _reproduce_command(nodeid, config)
     if report.skipped:
         record["outcome"] = "not supported" if NOT_SUPPORTED in str(report.longrepr) else "skipped"
+        message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        record["reason"], record["fix"] = skip_reason(message.removeprefix("Skipped: "))
     elif report.failed:
         outcome, blamed = _blame(call.excinfo.value if call.excinfo else None, cited, spec_clauses())
         blob = HYPOTHESIS_BLOB.search(str(report.longrepr))
@@ -674,6 +677,17 @@ class Recorder:
         if self._sigterm is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
             signal.signal(signal.SIGTERM, self._sigterm)
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A module skipped as a whole (the model checks without transformers) is recorded as one
+        skipped entry, with its reason and fix, so the report says what did not run."""
+        if not report.skipped or _is_worker(self.config):
+            return
+        message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason, fix = skip_reason(message.removeprefix("Skipped: "))
+        nodeid = test_id(report.nodeid)
+        record = {"nodeid": nodeid, "cited": [], "outcome": "skipped", "blamed": [], "expectation": None}
+        self._keep({**record, "reason": reason, "fix": fix, "reproduce": ""})
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
             self.cited[test_id(report.nodeid)] = report.batchspec_cited
@@ -685,6 +699,10 @@ class Recorder:
         previous = self.records.get(record["nodeid"])
         if previous is not None and previous["outcome"] not in ("passed", "unexpected pass"):
             return  # a teardown error after a failure: the failure is what the test showed
+        self._keep(record)
+
+    def _keep(self, record: dict) -> None:
+        """Record a decided test, and append it to results.jsonl at once."""
         self.records[record["nodeid"]] = record
         if self._log is not None:
             self._log.write(json.dumps(record) + "\n")
@@ -808,6 +826,9 @@ class Recorder:
             (f"{len(verdict['stale_expectations'])} stale expectation(s)", verdict["stale_expectations"]),
         ]
         shown = "; ".join(text for text, items in notes if items)
+        for group in verdict.get("skips", ()):
+            fix = f"; fix: {group['fix']}" if group.get("fix") else ""
+            terminalreporter.write_line(f"{group['count']} {group['outcome']}: {group['reason']}{fix}")
         terminalreporter.write_line(
             f"batchspec verdict: {verdict['result'].upper()} (exit status {verdict['exit_status']})"
             + (f": {shown}" if shown else "")

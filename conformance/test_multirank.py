@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError, check, names
+from batchspec.conformance.helpers.asserts import MULTIRANK_EXTRA, ClauseFailure, SuiteError, check, names, skip
 from batchspec.conformance.helpers.envelope import DIGEST, HEADER, MAGIC, body_of
 from batchspec.conformance.multirank.jobs import MPI4PY_MISSING, MPIEXEC, launch, rank_environment
 from batchspec.conformance.multirank.zygote import Zygote
@@ -49,12 +49,12 @@ def launcher(request) -> str:
     one worker, beside the other launcher's."""
     selected = request.config._batchspec_launchers
     if request.param not in selected:
-        pytest.skip(f"launcher {request.param!r} not selected (--launcher={','.join(selected)})")
+        skip(f"launcher {request.param!r} not selected (--launcher={','.join(selected)})", "--launcher=mpiexec,torch")
     if request.param == "mpiexec":
         if MPI4PY_MISSING is not None:
-            pytest.skip(MPI4PY_MISSING)
+            skip(MPI4PY_MISSING, MULTIRANK_EXTRA)
         if MPIEXEC is None:
-            pytest.skip("no mpiexec on PATH or next to the interpreter; pip install mpich")
+            skip("no mpiexec on PATH or next to the interpreter", MULTIRANK_EXTRA)
     return request.param
 
 

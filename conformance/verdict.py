@@ -207,6 +207,7 @@ def build_report(
         "strict_expectations": strict_expectations,
         "expectations": [e.as_dict() for e in expectations],
         "clause_statuses": {c: row["status"] for c, row in clauses.items()},
+        "skips": skips(records),
     }
     failures = [
         {
@@ -238,6 +239,25 @@ def _cell(text: object) -> str:
 
 # report.md lists failures in this order (then by test id): what fails the run first
 _FAILURE_ORDER = ("failed", "suite error", "unexpected pass", "expected failure")
+
+
+def skips(records: Iterable[Mapping]) -> list[dict]:
+    """The run's skipped and not-supported tests, grouped by reason: ``outcome``, ``reason``,
+    ``fix`` (what makes them run; None when the skip named none), ``count`` and ``tests``.
+
+    A skip never changes the verdict by itself: a ``--release`` run whose skips leave a declared
+    MUST clause unchecked is ``incomplete`` (``unchecked_must_clauses``); one whose skipped
+    tests' clauses were all checked by other tests (the multi-rank scenarios under one launcher,
+    without ``mpiexec``) is ``pass``, and these groups say what did not run and why."""
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for record in records:
+        if record["outcome"] in ("skipped", "not supported"):
+            key = (record["outcome"], record.get("reason") or "no reason given", record.get("fix"))
+            groups[key].append(record["nodeid"])
+    return [
+        {"outcome": outcome, "reason": reason, "fix": fix, "count": len(tests), "tests": sorted(tests)}
+        for (outcome, reason, fix), tests in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1]))
+    ]
 
 
 def render_markdown(report: Mapping) -> str:
@@ -316,6 +336,17 @@ def render_markdown(report: Mapping) -> str:
     if len(ordered) > MARKDOWN_FAILURES:
         failures.append(f"{len(ordered) - MARKDOWN_FAILURES} more failures: see report.json")
     section("Failures", failures)
+
+    # what did not run, and what makes it run
+    section(
+        "Skipped and not supported (what did not run, and the fix)",
+        [
+            f"- {g['count']} {g['outcome']}: {_cell(g['reason'])}"
+            + (f" — fix: `{g['fix']}`" if g.get("fix") else "")
+            + f" ({', '.join(f'`{n}`' for n in g['tests'][:3])}{', …' if g['count'] > 3 else ''})"
+            for g in verdict.get("skips", ())
+        ],
+    )
 
     # warnings and expectations
     section(

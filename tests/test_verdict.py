@@ -22,6 +22,7 @@ from batchspec.conformance import scoreboard
 from batchspec.conformance.backends import BackendError, load_backend
 from batchspec.conformance.expectations import ExpectationsError, load_expectations
 from batchspec.conformance.goldens import load_all
+from batchspec.conformance.helpers.asserts import MODEL_EXTRA, MULTIRANK_EXTRA
 from batchspec.conformance.plugin import CTRL_C, REPORT_JSON, REPORT_MD, RESULTS_LOG, _launchers, suite_version
 from batchspec.conformance.spec import spec_clauses, spec_profiles, spec_version
 from batchspec.conformance.verdict import MARKDOWN_FAILURES, build_report, dumps
@@ -381,3 +382,35 @@ def test_report_md_reads_header_verdict_failures_clauses_then_what_no_test_check
     assert shown == [f["nodeid"] for f in failures[:MARKDOWN_FAILURES]]
     assert f"{len(failures) - MARKDOWN_FAILURES} more failures: see report.json" in markdown
     assert dumps(_report_from_log(directory, run.report, interrupted=None)) == (directory / REPORT_JSON).read_text()
+
+
+def test_a_run_without_mpi4py_or_transformers_names_each_skip_with_its_fix(tmp_path):
+    """mpi4py and transformers made unimportable: the mpiexec scenarios and the model checks are
+    skipped, report.json names each reason with the extra that fixes it, and the verdict of a
+    run whose clauses the torch launcher still checked passes (README, "Gating a release")."""
+    hidden = tmp_path / "hidden"
+    for package in ("mpi4py", "transformers"):
+        (hidden / package).mkdir(parents=True)
+        (hidden / package / "__init__.py").write_text(f"raise ImportError('{package} hidden by the test')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden), os.environ.get("PYTHONPATH", "")])}
+    run = run_conformance(
+        tmp_path / "run",
+        "conformance/test_multirank.py",
+        "conformance/model/test_model_equivalence.py",
+        "--backend=reference",
+        "-k",
+        "missing_tp_peer or test_model_equivalence",
+        env=env,
+    )
+    verdict = run.report["verdict"]
+    assert verdict["result"] == "pass", run.output[-3000:]
+    by_reason = {g["reason"]: g for g in verdict["skips"]}
+    mpi = next(g for reason, g in by_reason.items() if "mpi4py hidden by the test" in reason)
+    assert mpi["fix"] == MULTIRANK_EXTRA and mpi["tests"] == [
+        "conformance/test_multirank.py::test_missing_tp_peer_fails_within_bound[mpiexec]"
+    ]
+    model = next(g for reason, g in by_reason.items() if "transformers hidden by the test" in reason)
+    assert model["fix"] == MODEL_EXTRA and model["count"] >= 10
+    assert all(n.startswith("conformance/model/test_model_equivalence.py::") for n in model["tests"])
+    markdown = (tmp_path / "run" / "report" / REPORT_MD).read_text()
+    assert f"fix: `{MULTIRANK_EXTRA}`" in markdown and f"fix: `{MODEL_EXTRA}`" in markdown

@@ -20,8 +20,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
+import pytest
 import torch
 
 __all__ = [
@@ -38,9 +39,29 @@ __all__ = [
     "check",
     "missing_facts",
     "names",
+    "skip",
+    "skip_reason",
     "summary",
     "valid_input",
 ]
+
+# how a skip's message carries its fix: "<reason>; fix: <what to do>" (``skip``, ``skip_reason``)
+_FIX = "; fix: "
+MULTIRANK_EXTRA = 'pip install "batchspec[multirank]"'
+MODEL_EXTRA = 'pip install "batchspec[model]"'
+
+
+def skip(reason: str, fix: str, *, allow_module_level: bool = False) -> NoReturn:
+    """Skip the running test (or module) for ``reason``; the report shows ``fix``, what makes
+    the test run (``skip_reason`` reads both back from the message)."""
+    pytest.skip(f"{reason}{_FIX}{fix}", allow_module_level=allow_module_level)
+
+
+def skip_reason(message: str) -> tuple[str, str | None]:
+    """``(reason, fix)`` of a skip's message; the fix is None when the skip named none."""
+    reason, _, fix = message.partition(_FIX)
+    return reason, fix or None
+
 
 MAX_MISMATCHES = 8
 

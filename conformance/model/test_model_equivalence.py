@@ -14,12 +14,10 @@ import functools
 
 import pytest
 
-from batchspec.conformance.helpers.asserts import ClauseFailure
-
-ROUTES = pytest.importorskip("batchspec.conformance.model.equivalence").ROUTES
+from batchspec.conformance.helpers.asserts import MODEL_EXTRA, ClauseFailure, skip
+from batchspec.conformance.model.equivalence import ROUTES
 
 MAX_SHOWN = 6
-EXTRA = "the model extra (pip install 'batchspec[model]')"
 
 
 @functools.cache
@@ -41,7 +39,10 @@ def _cases():
 @pytest.mark.parametrize(("route", "implementation"), list(_cases()))
 def test_documents_train_as_alone(backend, route, implementation):
     """Every document of every batch on ``route`` trains as it does alone (module docstring)."""
-    pytest.importorskip("transformers", reason=f"the model checks need {EXTRA}")
+    try:
+        import transformers  # noqa: F401
+    except ImportError as error:
+        skip(f"the model checks need transformers, which could not be imported ({error})", MODEL_EXTRA)
     from batchspec.conformance.model.equivalence import check_route
 
     found = check_route(backend, route, _models()[route.model], implementation).mismatches

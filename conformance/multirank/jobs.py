@@ -30,7 +30,7 @@ try:
 
     MPI4PY_MISSING = None
 except ImportError as _error:
-    MPI4PY_MISSING = f"mpi4py is not installed ({_error}); pip install mpi4py mpich"
+    MPI4PY_MISSING = f"mpi4py is not installed ({_error})"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 
 
