@@ -453,7 +453,7 @@ def _failure_message(report: pytest.TestReport) -> str:
 XDIST_GROUP_PREFIX = "multirank-"
 
 
-def test_id(nodeid: str) -> str:
+def plain_nodeid(nodeid: str) -> str:
     """``nodeid`` without pytest-xdist's ``@<group>`` suffix: the id pytest selects the test by."""
     return nodeid.rsplit(f"@{XDIST_GROUP_PREFIX}", 1)[0]
 
@@ -488,7 +488,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.sections.append(
             (
                 "batchspec",
-                f"reproduce with: {_reproduce_command(test_id(item.nodeid), item.config)}",
+                f"reproduce with: {_reproduce_command(plain_nodeid(item.nodeid), item.config)}",
             )
         )
     cited = list(dict.fromkeys(split_citation(cid)[0] for mark in item.iter_markers("clause") for cid in mark.args))
@@ -506,7 +506,7 @@ def _record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
     ``--strict-expectations``)."""
     config = item.config
     expectations = config._batchspec_expectations
-    nodeid = test_id(item.nodeid)
+    nodeid = plain_nodeid(item.nodeid)
     record = {"nodeid": nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
     record["reproduce"] = _reproduce_command(nodeid, config)
     if report.skipped:
@@ -684,13 +684,13 @@ class Recorder:
             return
         message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason, fix = skip_reason(message.removeprefix("Skipped: "))
-        nodeid = test_id(report.nodeid)
+        nodeid = plain_nodeid(report.nodeid)
         record = {"nodeid": nodeid, "cited": [], "outcome": "skipped", "blamed": [], "expectation": None}
         self._keep({**record, "reason": reason, "fix": fix, "reproduce": ""})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
-            self.cited[test_id(report.nodeid)] = report.batchspec_cited
+            self.cited[plain_nodeid(report.nodeid)] = report.batchspec_cited
         record = getattr(report, "batchspec_record", None)
         if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
             record = self._crash_record(report)  # pytest-xdist: the worker died running the test
@@ -711,7 +711,7 @@ class Recorder:
     def _crash_record(self, report: pytest.TestReport) -> dict:
         """A test whose process died (a crash, or a timeout that killed it): a failure of every
         clause it cites."""
-        nodeid = test_id(report.nodeid)
+        nodeid = plain_nodeid(report.nodeid)
         cited = self.cited.get(nodeid, [])
         try:
             timeout = self.config.getoption("timeout", None) or self.config.getini("timeout")
