@@ -185,7 +185,11 @@ def serve(path: str | Path) -> int:
                 return 0
             if server in readable:
                 conn, _ = server.accept()
-                ranks[conn] = _fork_rank(conn, list(ranks), server)
+                try:
+                    ranks[conn] = _fork_rank(conn, list(ranks), server)
+                except (OSError, ValueError) as error:  # a requester that died mid-request
+                    print(f"zygote: dropped a request: {error}", file=sys.stderr, flush=True)
+                    conn.close()
             for conn in [c for c in readable if c in ranks]:  # the requester went away: so does its rank
                 _kill(ranks.pop(conn))
                 conn.close()
