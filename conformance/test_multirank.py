@@ -19,8 +19,9 @@ rows, ``convert_batch`` returns row indices, so F18's literal lists apply) and r
 ``canonical_replicas`` (C) is 4 unless a test says otherwise; a global step is C batches, C / d
 from each of the d DP ranks.
 
-The mpiexec launcher needs ``mpi4py`` and an ``mpiexec`` (``pip install mpi4py mpich`` puts
-MPICH's next to the interpreter); without them its tests are skipped with that hint.
+The mpiexec launcher needs ``mpi4py`` and an ``mpiexec`` (the ``multirank`` extra, ``pip install
+"batchspec[multirank]"``, puts MPICH's next to the interpreter); without them its tests are
+skipped, and the report names the reason and that command.
 """
 
 from __future__ import annotations

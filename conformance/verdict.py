@@ -51,6 +51,7 @@ __all__ = [
     "dumps",
     "render_markdown",
     "render_scoreboard",
+    "skips",
 ]
 
 OUTCOMES = ("passed", "failed", "expected failure", "unexpected pass", "not supported", "skipped", "suite error")

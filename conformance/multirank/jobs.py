@@ -63,12 +63,11 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
     out = workdir / name
     out.mkdir(parents=True)
     params = {"scratch_dir": str(workdir), "run_id": name, **params}
-    catalog = {"ZEPHON_CATALOG_DIR": str(workdir / "catalog")}
+    env = {**rank_environment(backend_spec), "ZEPHON_CATALOG_DIR": str(workdir / "catalog")}
     job = ["--backend", backend_spec, "--out", str(out), "--params", json.dumps(params)]
     started = time.monotonic()
     if launcher == "torch" and zygote is not None:
         log = out / "output.txt"
-        env = {**rank_environment(backend_spec), **catalog}
         init_file = str(out / "gloo-rendezvous")
         with open(log, "wb") as sink, open(os.devnull, "rb") as null:
             conns = [
@@ -89,7 +88,7 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
         returncode = 0 if not any(codes) else 1
         output = log.read_text(errors="replace")
         if returncode:
-            output += f"\nranks exited non-zero (rank: exit code): {dict((r, c) for r, c in enumerate(codes) if c)}"
+            output += f"\nranks exited non-zero (rank: exit code): { {r: c for r, c in enumerate(codes) if c} }"
     else:
         if launcher == "mpiexec":
             rank_command = ["-m", "batchspec.conformance.multirank.mpi_main"]
@@ -108,7 +107,7 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
         process = subprocess.Popen(
             command,
             cwd=Path.cwd(),
-            env={**rank_environment(backend_spec), **catalog},
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
