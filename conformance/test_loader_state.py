@@ -10,7 +10,6 @@ through ``convert_text_batch`` and compares tensors exactly.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import subprocess
@@ -48,11 +47,16 @@ from batchspec.conformance.helpers.envelope import (
 from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import (
+    FINGERPRINT_PROBE,
+    FINGERPRINT_PROBE_STAGES,
     SpyPipeline,
+    batch_stage,
     check_exact_resume,
     corpus_pipeline,
+    fingerprint_of,
     index_pipeline,
     make_loader,
+    pack_stage,
 )
 
 
@@ -729,11 +733,6 @@ def test_after_the_start_every_load_is_a_runtime_error(backend, scratch, kind, n
 # --- the canonical fingerprint ----------------------------------------------------------
 
 
-def fingerprint_of(stages: list[dict]) -> str:
-    """sha256 hex of the canonical JSON of the description [state-fingerprint-canonical]."""
-    return hashlib.sha256(canonical_json({"batchspec_fingerprint": 1, "stages": stages})).hexdigest()
-
-
 def named_fingerprint(backend, pipeline) -> str:
     """The backend's fingerprint of ``pipeline`` as its ``fingerprint mismatch`` error names
     it, for a valid envelope saved under a fingerprint of zeros (nothing is iterated)."""
@@ -757,20 +756,6 @@ def named_fingerprint(backend, pipeline) -> str:
     return named.pop()
 
 
-def pack(op, max_length, algorithm, num_bins=None, pad_token_id=None):
-    return {
-        "op": op,
-        "max_length": max_length,
-        "algorithm": algorithm,
-        "num_bins": num_bins,
-        "pad_token_id": pad_token_id,
-    }
-
-
-def batch(batch_size, drop_last=True):
-    return {"op": "batch", "batch_size": batch_size, "drop_last": drop_last}
-
-
 def corpus_stages(seq_len, batch_size):
     """``corpus_pipeline``'s stages: tokenize with the committed BPE, pack_flat, batch."""
     tokenizer = {
@@ -787,8 +772,8 @@ def corpus_stages(seq_len, batch_size):
             "add_attention_mask": False,
             "tokenizer": tokenizer,
         },
-        pack("pack_flat", seq_len + 1, "first_fit", 8, CorpusTokenizer.pad_token_id),
-        batch(batch_size),
+        pack_stage("pack_flat", seq_len + 1, "first_fit", 8, CorpusTokenizer.pad_token_id),
+        batch_stage(batch_size),
     ]
 
 
@@ -838,20 +823,17 @@ def tokenize_stage(tokenizer):
 
 # name -> (pipeline builder, its stages)
 PIPELINES = {
-    "batch-1": (lambda s: index_pipeline(s, 16, 4, "redistribute"), [batch(1)]),
+    "batch-1": (lambda s: index_pipeline(s, 16, 4, "redistribute"), [batch_stage(1)]),
     "batch-2-runtime-and-topology": (
         lambda s: index_pipeline(s, 16, 4, "redistribute", batch_size=2, canonical_replicas=2, run_id="another"),
-        [batch(2)],
+        [batch_stage(2)],
     ),
-    "shuffled-work-source": (lambda s: index_pipeline(s, 16, 4, "repeat", shuffle=True), [batch(1)]),
+    "shuffled-work-source": (lambda s: index_pipeline(s, 16, 4, "repeat", shuffle=True), [batch_stage(1)]),
     "pack-wrap": (
         lambda s: index_pipeline(s, 16, 4, "redistribute", pack=(8, "wrap")),
-        [pack("pack_flat", 8, "wrap"), batch(1)],
+        [pack_stage("pack_flat", 8, "wrap"), batch_stage(1)],
     ),
-    "pack-first-fit": (
-        lambda s: index_pipeline(s, 16, 4, "redistribute", pack=(8, "first_fit"), batch_size=2),
-        [pack("pack_flat", 8, "first_fit", 4, 0), batch(2)],
-    ),
+    "pack-first-fit": (lambda s: index_pipeline(s, **FINGERPRINT_PROBE), FINGERPRINT_PROBE_STAGES),
     "corpus": (lambda s: corpus_pipeline(s, seq_len=128, batch_size=2, docs=16), corpus_stages(128, 2)),
     "tokenizer-id": (
         lambda s: tokenize_pipeline(s, tokenizer_id="__fallback__"),
@@ -865,10 +847,10 @@ PIPELINES = {
                     "pad_token_id": None,
                 }
             ),
-            batch(2),
+            batch_stage(2),
         ],
     ),
-    "tokenize-without-tokenizer": (tokenize_pipeline, [tokenize_stage(None), batch(2)]),
+    "tokenize-without-tokenizer": (tokenize_pipeline, [tokenize_stage(None), batch_stage(2)]),
     "other-stages": (
         other_stages_pipeline,
         [
@@ -876,8 +858,8 @@ PIPELINES = {
             {"op": "shuffle"},
             {"op": "add_op"},
             {"op": "stateful_transform"},
-            pack("pack_sequences", 16, "first_fit", 2),
-            batch(4, drop_last=False),
+            pack_stage("pack_sequences", 16, "first_fit", 2),
+            batch_stage(4, drop_last=False),
             {"op": "map_batch"},
         ],
     ),

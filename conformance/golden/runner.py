@@ -11,11 +11,11 @@ from batchspec.conformance.golden.adapters import adapter, call
 from batchspec.conformance.golden.blame import KEY_SET_CLAUSES, blame, default_collater_blame, error_clauses
 from batchspec.conformance.golden.errors import error_from_record
 from batchspec.conformance.golden.store import StoredCase
-from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises, check
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, assert_keys, assert_raises, check
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
 from batchspec.conformance.helpers.inputs import Row
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
-from batchspec.conformance.helpers.pipelines import check_exact_resume
+from batchspec.conformance.helpers.pipelines import check_canonical_fingerprint, check_exact_resume
 
 __all__ = ["run_stored_case"]
 
@@ -113,6 +113,31 @@ def _reads_state_after_start(script) -> bool:
     return bool(started) and any(verb in ("state", "save", "same", "load") for verb in verbs[started[0] :])
 
 
+# id(backend) -> the failure of its canonical-fingerprint check, or None: the check runs once per backend
+_FINGERPRINT_CHECKED: dict[int, ClauseFailure | None] = {}
+
+
+def _check_fingerprint_once(impl: Any, failure: BaseException) -> None:
+    """``check_canonical_fingerprint`` for ``impl`` (run once per backend) after a state case
+    failed with ``failure``: when the fingerprint is off, raise that check's failure (from
+    ``failure``), so the case is blamed on [state-fingerprint-canonical]; else return."""
+    __tracebackhide__ = True
+    key = id(impl)
+    if key not in _FINGERPRINT_CHECKED:
+        try:
+            with tempfile.TemporaryDirectory(prefix="batchspec-fingerprint-") as scratch:
+                check_canonical_fingerprint(impl, scratch)
+        except ClauseFailure as fingerprint_failure:
+            _FINGERPRINT_CHECKED[key] = fingerprint_failure
+        else:
+            _FINGERPRINT_CHECKED[key] = None
+    found = _FINGERPRINT_CHECKED[key]
+    if found is not None:
+        raise ClauseFailure(
+            f"{found}\n(the golden case failed with: {type(failure).__name__}: {failure})", found.clauses
+        ) from failure
+
+
 def run_stored_case(impl: Any, case: StoredCase) -> None:
     """Run one stored case against ``impl`` (the backend fixture); raise ``ClauseFailure`` (an
     ``AssertionError``) with a message naming the case, the clause and the first mismatches.
@@ -122,9 +147,23 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
     (``conformance/helpers/fields.py``), its key set on [tb-keys]; any other mapping output key
     by key, blamed on that key's clauses (``conformance/golden/blame.py``); a modified input on
     the function's no-mutation clause; anything else on the case's clauses. A checkpoint-state
-    script that reads a state after iterating first checks a plain save-and-resume (``check_exact_resume``),
-    so that a loader whose resume is off is blamed on [state-after-start] and
-    [state-exact-resume]."""
+    case that fails is checked for the canonical fingerprint (``check_canonical_fingerprint``,
+    once per backend): the cases store whole envelopes, so a fingerprint computed another way is
+    blamed on [state-fingerprint-canonical], not on the clauses of the case; a script that reads a
+    state after iterating then checks a plain save-and-resume (``check_exact_resume``), so that
+    a loader whose resume is off is blamed on [state-after-start] and [state-exact-resume]."""
+    __tracebackhide__ = True
+    if case.function != "ZephonDataLoader.state":
+        _run_case(impl, case)
+        return
+    try:
+        _run_case(impl, case)
+    except Exception as failure:  # a wrong fingerprint is blamed on its own clause first
+        _check_fingerprint_once(impl, failure)
+        raise
+
+
+def _run_case(impl: Any, case: StoredCase) -> None:
     __tracebackhide__ = True
     record = case.record
     clause = ",".join(case.clauses)

@@ -8,25 +8,36 @@ field reports F16/F17 (docs/sources.md#loader-state-setup), read with ``row_indi
 ``convert_batch``. Both are deterministic: inline runner, no prefetch, fixed seed. Zephon's scratch state goes under
 ``scratch_dir`` (never the shared ``$TMPDIR``). ``RecordingPipeline`` (a stand-in) and
 ``SpyPipeline`` (around a real one) record how a loader drives them. ``check_exact_resume`` is
-the plain save-and-resume that checks of other state clauses run first.
+the plain save-and-resume that checks of other state clauses run first;
+``check_canonical_fingerprint`` the fingerprint that golden state cases check first.
+``fingerprint_of``, ``pack_stage`` and ``batch_stage`` write a pipeline's canonical
+description by hand ([state-fingerprint-canonical]).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from batchspec.conformance.helpers.asserts import ClauseFailure
 from batchspec.conformance.helpers.corpus import PAD_ID, SHARD_DIR, CorpusTokenizer, corpus_texts
+from batchspec.conformance.helpers.envelope import body_of, canonical_json
 
 __all__ = [
+    "FINGERPRINT_PROBE",
+    "FINGERPRINT_PROBE_STAGES",
     "RESUME_CLAUSES",
     "RecordingPipeline",
     "SpyPipeline",
+    "batch_stage",
+    "check_canonical_fingerprint",
     "check_exact_resume",
     "corpus_pipeline",
+    "fingerprint_of",
     "index_pipeline",
     "make_loader",
+    "pack_stage",
     "row_indices",
 ]
 
@@ -193,6 +204,63 @@ def check_exact_resume(backend, scratch_dir, n=10, chunk_size=2, policy="redistr
             f"{whole[after:]} (uninterrupted: {whole}) [state-after-start, state-exact-resume: "
             f"index_pipeline(n={n}, chunk_size={chunk_size}, policy={policy!r}, {options})]",
             RESUME_CLAUSES,
+        )
+
+
+def pack_stage(op: str, max_length: int, algorithm: str, num_bins=None, pad_token_id=None) -> dict:
+    """A ``pack_flat`` / ``pack_sequences`` stage's description ([state-fingerprint-canonical] item 2)."""
+    return {
+        "op": op,
+        "max_length": max_length,
+        "algorithm": algorithm,
+        "num_bins": num_bins,
+        "pad_token_id": pad_token_id,
+    }
+
+
+def batch_stage(batch_size: int, drop_last: bool = True) -> dict:
+    """A ``batch`` stage's description ([state-fingerprint-canonical] item 3)."""
+    return {"op": "batch", "batch_size": batch_size, "drop_last": drop_last}
+
+
+def fingerprint_of(stages: list[dict]) -> str:
+    """sha256 hex of the canonical JSON of the description ``{"batchspec_fingerprint": 1,
+    "stages": stages}`` [state-fingerprint-canonical]."""
+    return hashlib.sha256(canonical_json({"batchspec_fingerprint": 1, "stages": stages})).hexdigest()
+
+
+# index_pipeline(16 rows, chunks of 4, pack_flat(8, first_fit), batches of 2) and its stages
+FINGERPRINT_PROBE = dict(n=16, chunk_size=4, policy="redistribute", pack=(8, "first_fit"), batch_size=2)
+FINGERPRINT_PROBE_STAGES = [pack_stage("pack_flat", 8, "first_fit", 4, 0), batch_stage(2)]
+
+
+def check_canonical_fingerprint(backend, scratch_dir) -> None:
+    """The prerequisite of every golden checkpoint-state case: a state saved after one batch of
+    a fixed pipeline (``FINGERPRINT_PROBE``) carries the canonical fingerprint, the sha256 of
+    its description written here by hand. Golden state cases store whole envelopes, so a
+    fingerprint computed another way (keys unsorted, other separators, other settings) fails
+    here first, blamed on [state-fingerprint-canonical], not on the clauses of the case.
+
+    Raises:
+        ClauseFailure: blamed on [state-fingerprint-canonical], naming both digests and the
+            canonical description.
+    """
+    __tracebackhide__ = True
+    root = Path(scratch_dir) / "fingerprint-probe"
+    loader = make_loader(backend, index_pipeline(root, **FINGERPRINT_PROBE))
+    try:
+        next(loader)
+        data = loader.state_dict()["zephon"]
+    finally:
+        loader.close()
+    got = body_of(data).get("fingerprint")
+    want = fingerprint_of(FINGERPRINT_PROBE_STAGES)
+    if got != want:
+        description = canonical_json({"batchspec_fingerprint": 1, "stages": FINGERPRINT_PROBE_STAGES}).decode()
+        raise ClauseFailure(
+            f"the envelope's fingerprint is {got!r}, but should be {want}, the sha256 of {description} "
+            f"[state-fingerprint-canonical: index_pipeline({FINGERPRINT_PROBE}), state after 1 batch]",
+            "state-fingerprint-canonical",
         )
 
 
