@@ -14,15 +14,21 @@ version). A backend without a declaration is assumed to implement a capability
 when it exposes every name that capability needs. A test that needs an undeclared capability
 is reported as *not supported* (a skip whose reason starts with ``NOT SUPPORTED``), never as a
 pass.
+
+An exception that escapes one of the contract's functions called through ``Backend`` carries
+the function's name (``raised_in``): on an input inside the function's contract it is blamed on
+the clause that lists the function's faults (SPEC.md, "Raising on a valid input";
+``spec_raising_clauses``), not on every clause the test cites.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from batchspec.conformance.spec import major, spec_version
+from batchspec.conformance.spec import major, spec_raising_clauses, spec_version
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -32,6 +38,7 @@ __all__ = [
     "BackendError",
     "available_backends",
     "load_backend",
+    "raised_in",
 ]
 
 # capability -> (what it covers, the public names a backend must expose for it)
@@ -90,6 +97,45 @@ def available_backends() -> dict[str, str]:
     return {**names, **BUILTIN_BACKENDS}
 
 
+# the attribute an exception gets when it escapes a contract function called through Backend
+_RAISED_IN = "batchspec_raised_in"
+
+
+@functools.cache
+def _raising_clauses() -> dict[str, str]:
+    return spec_raising_clauses()
+
+
+def raised_in(error: BaseException) -> str | None:
+    """The contract function (``get_unpad_data``, ...) ``error`` escaped, when it was raised
+    by one the suite called through ``Backend``; else None."""
+    return getattr(error, _RAISED_IN, None)
+
+
+def _tagging(function: Any, name: str) -> Any:
+    """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``)
+    and a note naming the clause they break on a valid input."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:
+            if raised_in(error) is None:
+                try:
+                    setattr(error, _RAISED_IN, name)
+                    clause = _raising_clauses()[name]
+                    error.add_note(
+                        f"(raised by the backend's {name}: on an input with none of the faults [{clause}] lists, "
+                        f"the suite blames [{clause}])"
+                    )
+                except (AttributeError, TypeError):  # an exception type that takes no attributes
+                    pass
+            raise
+
+    return call
+
+
 class BackendError(Exception):
     """A backend could not be resolved or declares something unknown."""
 
@@ -129,7 +175,9 @@ class Backend:
 
             if name in PLACED_FUNCTIONS and callable(value):
                 # The tensor functions run on --device, their [tb-device] checked (conformance.device).
-                return placed(value, name, device)
+                value = placed(value, name, device)
+        if name in _raising_clauses() and callable(value) and not isinstance(value, type):
+            return _tagging(value, name)
         return value
 
 

@@ -17,8 +17,10 @@ interrupted run (Ctrl-C, or SIGTERM, which the controller turns into Ctrl-C's pa
 Ctrl-C or SIGTERM it stops the workers at once (SIGINT, then a kill after ``WORKER_GRACE_S``).
 
 Blame: a failure is blamed on the clauses its ``ClauseFailure`` carries (the suite's asserts
-raise it, conformance/helpers/asserts.py); any other failure of a test (a plain ``assert``, an
-exception the backend raised, a crash or a timeout) on every clause the test cites; a
+raise it, conformance/helpers/asserts.py); an exception that escaped a contract function the
+test called (conformance/backends.py, ``raised_in``) on the clause that lists that function's
+faults (SPEC.md, "Raising on a valid input"); any other failure of a test (a plain ``assert``,
+an exception from elsewhere, a crash or a timeout) on every clause the test cites; a
 ``SuiteError`` (the suite's own machinery) on none, as a suite error. Statuses and the verdict:
 conformance/verdict.py. The exit status is the verdict's: 1 when a MUST clause fails or the
 suite failed, 2 (or 1) when the run is incomplete, pytest's own (4, 5, 3) on an error, 0
@@ -46,7 +48,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from batchspec.conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
+from batchspec.conformance.backends import (
+    CAPABILITIES,
+    Backend,
+    BackendError,
+    available_backends,
+    load_backend,
+    raised_in,
+)
 from batchspec.conformance.device import DeviceOptionError, check_device_option
 from batchspec.conformance.expectations import ExpectationsError, load_expectations, match_failure, match_test
 from batchspec.conformance.golden.layout import INDEX
@@ -58,6 +67,7 @@ from batchspec.conformance.spec import (
     spec_clause_items,
     spec_clauses,
     spec_profiles,
+    spec_raising_clauses,
     spec_version,
     split_citation,
 )
@@ -426,15 +436,23 @@ def _exceptions(error: BaseException) -> list[BaseException]:
 def _blame(error: BaseException | None, cited: list[str], known: dict[str, str]) -> tuple[str, list[str]]:
     """``(outcome, blamed clauses)`` of a failed test phase: a ``SuiteError``, or a
     ``ClauseFailure`` naming a clause SPEC.md does not define (a suite bug), is a suite error
-    blamed on nothing; ``ClauseFailure``s are blamed on their clauses; any other failure on
-    every cited clause."""
+    blamed on nothing; ``ClauseFailure``s are blamed on their clauses; an exception that escaped
+    a contract function (``raised_in``: the backend raised where the test expects an output) on
+    the clause listing that function's faults (SPEC.md, "Raising on a valid input"); any other
+    failure on every cited clause."""
     errors = _exceptions(error) if error is not None else []
     if any(isinstance(e, SuiteError) for e in errors):
         return "suite error", []
-    carried = [c for e in errors if isinstance(e, ClauseFailure) for c in e.clauses]
+    raising = spec_raising_clauses()
+    carried = [
+        c
+        for e in errors
+        for c in (e.clauses if isinstance(e, ClauseFailure) else (raising.get(raised_in(e) or ""),))
+        if c is not None
+    ]
     if any(c not in known for c in carried):
         return "suite error", []
-    if carried and all(isinstance(e, ClauseFailure) for e in errors):
+    if carried and all(isinstance(e, ClauseFailure) or raised_in(e) in raising for e in errors):
         return "failed", list(dict.fromkeys(carried))
     return "failed", list(dict.fromkeys([*carried, *cited]))
 

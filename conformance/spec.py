@@ -20,7 +20,7 @@ __all__ = [
     "spec_clauses",
     "spec_field_clauses",
     "spec_profiles",
-    "spec_signatures",
+    "spec_raising_clauses",
     "spec_signatures",
     "spec_version",
     "split_citation",
@@ -117,3 +117,22 @@ def spec_signatures(path: Path = SPEC_PATH) -> dict[str, tuple[str, str]]:
     (``| `name` | `(a, b=1, *, c)` | `profile` |``)."""
     text = path.read_text(encoding="utf-8")
     return {m.group(1): (m.group(2), m.group(3)) for m in SIGNATURE_ROW.finditer(text)}
+
+
+RAISING_PARAGRAPH = re.compile(r"^\*\*Raising on a valid input\.\*\*(.*?)(?:\n\n)", re.M | re.S)
+RAISING_PAIR = re.compile(r"\[([a-z0-9-]+)\]\s+\(`([A-Za-z_.]+)`\)")
+
+
+def spec_raising_clauses(path: Path = SPEC_PATH) -> dict[str, str]:
+    """Function -> the clause that lists every fault it raises for, from the Conformance
+    section's paragraph "Raising on a valid input" (``[unpad-errors] (`get_unpad_data`)``): an
+    exception the function raises on an input with none of those faults is blamed on it.
+
+    Raises:
+        ValueError: SPEC.md has no such paragraph, or it pairs no clause with a function.
+    """
+    match = RAISING_PARAGRAPH.search(path.read_text(encoding="utf-8"))
+    pairs = RAISING_PAIR.findall(match.group(1)) if match else []
+    if not pairs:
+        raise ValueError(f"{path}: no '**Raising on a valid input.**' paragraph pairing [clause] (`function`)")
+    return {function: clause for clause, function in pairs}

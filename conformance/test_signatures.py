@@ -3,10 +3,12 @@ SPEC's parameter names, order, keyword-only markers and defaults (conformance/in
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from batchspec.conformance.helpers.asserts import check
-from batchspec.conformance.interface import SIGNATURES, signature_problems
+from batchspec.conformance.interface import REQUIRED, SIGNATURES, signature_problems
 
 # Clauses that single out a signature rule besides [api-signatures].
 EXTRA_CLAUSES = {
@@ -38,3 +40,38 @@ def test_signature_is_the_specs(backend, name):
     problems = signature_problems(name, _lookup(backend, name))
     tags = ", ".join(("api-signatures", *EXTRA_CLAUSES.get(name, ())))
     check(not problems, "\n".join(f"{problem} [{tags}: {name}]" for problem in problems), clause=tags)
+
+
+# the names whose signature has an output_format parameter, and its default in SPEC's table
+FORMAT_DEFAULTS = {
+    name: (profile, default)
+    for name, (profile, parameters) in SIGNATURES.items()
+    for parameter, _, default in parameters
+    if parameter == "output_format"
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name,
+            id=name,
+            marks=[pytest.mark.requires(profile), pytest.mark.clause("types-output-format", "api-signatures")],
+        )
+        for name, (profile, _) in FORMAT_DEFAULTS.items()
+    ],
+)
+def test_the_format_parameter_defaults_to_batched_where_it_has_a_default(backend, name):
+    """[types-output-format]: the format parameter defaults to "batched" where the signature
+    table gives it a default, and has none in convert_batch_output."""
+    parameter = inspect.signature(_lookup(backend, name)).parameters.get("output_format")
+    want = FORMAT_DEFAULTS[name][1]
+    got = REQUIRED if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
+    shown = {id(REQUIRED): "no default"}
+    check(
+        parameter is not None and (got is REQUIRED if want is REQUIRED else got == want),
+        f"{name}: output_format has {shown.get(id(got), repr(got))}, but should have "
+        f"{shown.get(id(want), repr(want))} [types-output-format, api-signatures: {name}]",
+        clause="types-output-format",
+    )

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.helpers.asserts import ClauseFailure
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
 from batchspec.conformance.helpers.inputs import (
     Contract,
     Row,
@@ -39,7 +39,7 @@ from batchspec.conformance.helpers.inputs import (
 )
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
 from batchspec.conformance.helpers.storage import shared_storage, tensors_in
-from batchspec.conformance.helpers.stored import stored_inputs, stored_rows
+from batchspec.conformance.helpers.stored import EXAMPLE, stored_expected, stored_inputs, stored_rows
 
 
 def _available_devices() -> list[str]:
@@ -163,6 +163,51 @@ def test_convert_text_batch_returns_cpu_tensors(backend, options):
     """A SampleBatch of lists and numpy arrays gives CPU tensors on every route."""
     out, _, call = _call_convert(backend, options)
     _assert_on("cpu", out, call=call)
+
+
+# (token fields' form, positions' form): positions in another form than the token fields
+POSITION_FORMS = [("tensor", "list"), ("tensor", "numpy"), ("list", "tensor"), ("numpy", "tensor")]
+
+
+def _as_form(values, form: str, device):
+    if form == "list":
+        return list(values)
+    if form == "numpy":
+        return np.asarray(values, dtype=np.int64)
+    return torch.tensor(values, dtype=torch.int64, device=device)
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("tb-device", "ctb-positions")
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("forms", POSITION_FORMS, ids=[f"tokens-{t}-positions-{p}" for t, p in POSITION_FORMS])
+def test_positions_follow_the_token_fields(backend, device, forms):
+    """[tb-device]: ``positions`` in another form than the token fields (a list or numpy array
+    beside tensor token fields on ``device``, a tensor on ``device`` beside list or numpy token
+    fields) are taken as they come: ``position_ids`` is where every other output is (``device``
+    for tensor token fields, else the CPU), with worked example A's values [ctb-positions]."""
+    tokens_form, positions_form = forms
+    batch = sample_batch(EXAMPLE_ROWS)
+    for record, row in zip(batch.records, EXAMPLE_ROWS):
+        record.payload["input_ids"] = _as_form(row.tokens, tokens_form, device)
+        record.payload["positions"] = _as_form(row.positions, positions_form, device)
+    call = f"convert_text_batch(worked example A, token fields as {tokens_form}, positions as {positions_form} on {device})"
+    try:
+        out = backend.convert_text_batch(batch, Contract(), IGNORE_INDEX, False, False)
+    except Exception as error:  # noqa: BLE001 - any refusal of the positions' form is the failure
+        raise ClauseFailure(
+            f"raised {type(error).__name__}({error}), but should take positions in any form and move them "
+            f"[tb-device: {call}]",
+            "tb-device",
+        ) from error
+    _assert_on(device if tokens_form == "tensor" else "cpu", out, call=call)
+    assert_tensor_equal(
+        "position_ids",
+        out["position_ids"].cpu(),
+        stored_expected(EXAMPLE)["position_ids"],
+        clause="ctb-positions",
+        call=call,
+    )
 
 
 def _ids(device):

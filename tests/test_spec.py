@@ -8,7 +8,8 @@ import subprocess
 from _suite import ROOT
 
 from batchspec.conformance.backends import CAPABILITIES
-from batchspec.conformance.spec import major, spec_clauses, spec_profiles, spec_version
+from batchspec.conformance.interface import REQUIRED, SIGNATURES
+from batchspec.conformance.spec import major, spec_clauses, spec_profiles, spec_raising_clauses, spec_version
 
 SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
 
@@ -131,3 +132,45 @@ def test_the_cases_and_tests_docs_sources_names_exist():
     tests = {test for _, test in re.findall(r"(conformance/[a-z_/]+\.py)::([A-Za-z0-9_]+)", sources)}
     stale = sorted(named - cases - tests)
     assert not stale, f"docs/sources.md names golden cases that do not exist: {stale}"
+
+
+def _section(heading: str) -> str:
+    return SPEC.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_conformance_section_names_no_fixed_version():
+    """Conformance is stated for the document's own version (its top line), so a minor release
+    never leaves a stale "conformant to batchspec 1.0" behind."""
+    conformance = _section("## Conformance")
+    assert "conformant to this version of batchspec" in conformance
+    assert not re.search(r"batchspec \d+\.\d+", conformance), re.findall(r"batchspec \d+\.\d+", conformance)
+
+
+def test_the_format_defaults_of_the_signature_table_are_the_ones_types_output_format_names():
+    """[types-output-format] names the functions whose format parameter has a default (that
+    default is "batched") and the one without; the [api-signatures] table agrees."""
+    clause = SPEC.split('id="types-output-format"', 1)[1].split("\n- <a id=", 1)[0]
+    defaults = {
+        name: default
+        for name, (_, parameters) in SIGNATURES.items()
+        for parameter, _, default in parameters
+        if parameter == "output_format"
+    }
+    assert defaults == {
+        "convert_text_batch": "batched",
+        "convert_batch_output": REQUIRED,
+        "ZephonDataLoader": "batched",
+    }
+    for name in defaults:
+        assert f"`{name}`" in clause, f"[types-output-format] does not say which default {name}'s format has"
+
+
+def test_every_function_of_the_contract_has_the_clause_that_lists_its_faults():
+    """SPEC's "Raising on a valid input" pairs each contract function with the error clause the
+    suite blames when it raises on a valid input; every pair names a SPEC clause and a function
+    of the [api-signatures] table."""
+    raising = spec_raising_clauses()
+    clauses = spec_clauses()
+    functions = {name for name in SIGNATURES if name[0].islower() and "." not in name}
+    assert set(raising) == functions, sorted(set(raising) ^ functions)
+    assert all(clause in clauses for clause in raising.values()), raising

@@ -135,6 +135,40 @@ def test_a_failure_is_blamed_on_the_clauses_its_exception_carries():
     assert _blame(mixed, cited, known) == ("failed", ["state-envelope", *[c for c in cited if c != "state-envelope"]])
 
 
+def test_an_exception_a_contract_function_raised_is_blamed_on_the_clause_listing_its_faults():
+    """A backend function that raises where the test expects an output breaks the clause that
+    lists its faults (SPEC.md, "Raising on a valid input"), whatever the test cites; an
+    exception raised outside the contract's functions keeps the cited clauses."""
+    from types import SimpleNamespace
+
+    from batchspec.conformance.backends import Backend, raised_in
+
+    def get_unpad_data(attention_mask):
+        raise RuntimeError("view size is not compatible with input tensor's size and stride")
+
+    def build_packed_sequence_metadata(attention_mask):
+        raise OverflowError("value cannot be converted to type int8 without overflow")
+
+    impl = SimpleNamespace(get_unpad_data=get_unpad_data, build_packed_sequence_metadata=build_packed_sequence_metadata)
+    backend = Backend("planted", "0", frozenset(), True, "1.1", impl)
+    cited = ["unpad-binary", "unpad-outputs", "tb-no-aliasing"]
+    known = spec_clauses()
+    errors = {}
+    for name in ("get_unpad_data", "build_packed_sequence_metadata"):
+        try:
+            getattr(backend, name)(None)
+        except Exception as error:  # noqa: BLE001 - the planted raise
+            errors[name] = error
+    assert raised_in(errors["get_unpad_data"]) == "get_unpad_data"
+    assert "[unpad-errors]" in "".join(errors["get_unpad_data"].__notes__)
+    assert _blame(errors["get_unpad_data"], cited, known) == ("failed", ["unpad-errors"])
+    assert _blame(errors["build_packed_sequence_metadata"], cited, known) == ("failed", ["meta-errors"])
+    group = ExceptionGroup("two", [errors["get_unpad_data"], ClauseFailure("a", "unpad-outputs")])
+    assert _blame(group, cited, known) == ("failed", ["unpad-errors", "unpad-outputs"])
+    assert _blame(RuntimeError("raised by the suite"), cited, known) == ("failed", cited)
+    assert backend.get_unpad_data.__wrapped__ is get_unpad_data  # signatures stay inspectable
+
+
 def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
     for value, words in (("foo", "unknown launcher(s) ['foo']"), ("torch,", "empty launcher name")):
         run = run_conformance(

@@ -13,7 +13,7 @@ from typing import Any
 
 from batchspec.conformance.helpers.inputs import Row
 
-__all__ = ["EXAMPLE", "stored_inputs", "stored_options", "stored_rows"]
+__all__ = ["EXAMPLE", "stored_expected", "stored_inputs", "stored_options", "stored_rows"]
 
 EXAMPLE = "test_example_a_defaults"  # the shared packed batch of SPEC.md's worked examples A-G
 
@@ -29,6 +29,11 @@ def _case(name: str) -> Any:
 def stored_inputs(name: str) -> Any:
     """A private copy of golden case ``name``'s decoded inputs (tensors, mappings, lists)."""
     return copy.deepcopy(_case(name).inputs)
+
+
+def stored_expected(name: str) -> Any:
+    """A private copy of golden case ``name``'s expected output."""
+    return copy.deepcopy(_case(name).expected)
 
 
 def stored_options(name: str) -> dict:

@@ -1,9 +1,10 @@
-"""the fingerprint hashes the pipeline description serialised with json.dumps's defaults (keys in insertion order, spaces after separators), not the canonical JSON. Breaks: [state-fingerprint-canonical]"""
+"""the fingerprint hashes json.dumps's default form (unsorted keys, spaces), not canonical JSON. Breaks: [state-fingerprint-canonical]"""
 
 import hashlib
 import json
 
 from mutant_base import reference, reference_with
+
 from batchspec.reference.checkpoint import pipeline_description
 
 
