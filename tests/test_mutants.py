@@ -56,3 +56,18 @@ def test_the_daily_sample_of_mutants_is_killed_with_only_its_declared_clauses_bl
     print(done.stdout)
     assert done.returncode == 0, f"the daily sample failed the sweep:\n{done.stdout}\n{done.stderr[-3000:]}"
     assert table.read_text(encoding="utf-8").count("| yes |") == DAILY_SAMPLE
+
+
+def test_the_kill_table_reports_blame_precision_per_kill():
+    """A kill (a failing test) is precise when its blamed set lies within the mutant's declared
+    clauses; the table gives the count per mutant and the share over all kills."""
+    rows = [
+        {"mutant": "m_a", "summary": "a", "declared": ("ctb-shift",), "killed": True, "failed_tests": 4,
+         "precise_kills": 3, "blamed": ["ctb-shift", "tb-keys"], "wrong_blame": ["tb-keys"]},
+        {"mutant": "m_b", "summary": "b", "declared": ("tb-layout",), "killed": True, "failed_tests": 1,
+         "precise_kills": 1, "blamed": ["tb-layout"], "wrong_blame": []},
+    ]  # fmt: skip
+    table = sweep.kill_table(rows)
+    assert "| 3/4 |" in table and "| 1/1 |" in table
+    assert "1/2 killed with every blamed clause declared; blame precision 4/5 kills (80%" in table
+    assert [sweep.ok(row) for row in rows] == [False, True]

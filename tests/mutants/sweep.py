@@ -6,7 +6,9 @@ Each mutant (``m_*.py``: the reference with one bug; its docstring's first line 
 ``Breaks: [clause], ...``) runs ``pytest conformance --backend=m_name:BACKEND`` in its own
 process (the multi-rank scenarios aside: their loader is the reference's), with a conformance
 report. A mutant is *killed* when the verdict is ``fail``; its *blame is right* when every clause
-the failures are blamed on is one its docstring declares. The exit status is 1 unless every
+the failures are blamed on is one its docstring declares. Each failing test is a *kill*; a kill
+is *precise* when its blamed set lies within the declared clauses (the table's "precise kills",
+and the blame precision over all kills). The exit status is 1 unless every
 mutant run is killed with the right blame. ``--sample N`` runs N mutants chosen by the date (a
 different slice each day, the whole set over a few days): what CI runs (``tests/test_mutants.py``).
 """
@@ -89,6 +91,8 @@ def run_mutant(name: str, workdir: Path) -> dict:
         return {"mutant": name, "summary": summary, "declared": clauses, "killed": False, "error": error}
     failures = report["failures"]
     blamed = sorted({c for f in failures for c in f["clauses"]})
+    # a kill is precise when its blamed set lies within the declared one (not merely meets it)
+    precise = sum(bool(f["clauses"]) and set(f["clauses"]) <= set(clauses) for f in failures)
     # the routes of the model checks (conformance/model/) that fail: test ids are <route>-<attention>
     model = sorted(
         {
@@ -103,6 +107,7 @@ def run_mutant(name: str, workdir: Path) -> dict:
         "declared": clauses,
         "killed": report["verdict"]["result"] == "fail",
         "failed_tests": len(failures),
+        "precise_kills": precise,
         "first_kill": failures[0]["nodeid"] if failures else None,
         "blamed": blamed,
         "wrong_blame": sorted(set(blamed) - set(clauses)),
@@ -119,22 +124,27 @@ def ok(row: dict) -> bool:
 def kill_table(rows: list[dict]) -> str:
     """The kill table in Markdown, with the count of mutants killed and the blame accuracy."""
     lines = [
-        "| mutant | bug | declares | killed | failed tests | first killing test | blamed | wrong blame | model check kills on |",
-        "|---|---|---|---|---:|---|---|---|---|",
+        "| mutant | bug | declares | killed | failed tests | precise kills | first killing test | blamed | wrong blame "
+        "| model check kills on |",
+        "|---|---|---|---|---:|---:|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['mutant']} | {row['summary']} | {', '.join(row['declared'])} | {'yes' if row['killed'] else 'NO'} "
-            f"| {row.get('failed_tests', 0)} | {row.get('first_kill') or ''} | {', '.join(row.get('blamed', []))} "
+            f"| {row.get('failed_tests', 0)} | {row.get('precise_kills', 0)}/{row.get('failed_tests', 0)} "
+            f"| {row.get('first_kill') or ''} | {', '.join(row.get('blamed', []))} "
             f"| {', '.join(row.get('wrong_blame', []))} | {', '.join(row.get('model_routes', [])) or '-'} |"
         )
     killed = sum(row["killed"] for row in rows)
     right = sum(ok(row) for row in rows)
+    kills = sum(row.get("failed_tests", 0) for row in rows)
+    precise = sum(row.get("precise_kills", 0) for row in rows)
     lines.append("")
     by_model = sum(bool(row.get("model_routes")) for row in rows)
     lines.append(
         f"{killed}/{len(rows)} mutants killed; {right}/{len(rows)} killed with every blamed clause declared; "
-        f"{by_model}/{len(rows)} killed by the model checks too."
+        f"blame precision {precise}/{kills} kills ({100 * precise / max(kills, 1):.0f}%: blamed set within the "
+        f"mutant's declared clauses); {by_model}/{len(rows)} killed by the model checks too."
     )
     return "\n".join(lines) + "\n"
 
