@@ -215,6 +215,16 @@ MAX_DATUMS = 4
 MAX_DATUM_LEN = 8
 # Token ids 0..9: real tokens often equal the pad id (0) and the ignore_index values 0 and 7.
 TOKENS = st.integers(0, 9)
+# Tensor dtypes of input_ids / target_tokens: a tensor is kept as given [datum-construct], and
+# any integer dtype holds 0..9 (the narrow ones are the corners: the collated fields are int64).
+TOKEN_DTYPES = {
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+}
+TOKEN_FORMS = ("list", "int64", "int64", "int32", "int16", "int8", "uint8")
 # Exactly representable in float32, so side inputs compare exactly.
 FLOATS = st.integers(-16, 16).map(lambda k: k / 4)
 IGNORE_INDICES = (X, -1, 0, 7)
@@ -225,14 +235,14 @@ class DatumCase(NamedTuple):
 
     ids: list[list[int]]
     lfi: list[dict[str, Any]]  # plain Python values: lists of ints/floats or scalars
-    ids_form: str  # "list", "int64", "int32"
-    targets_form: str  # "list", "int64", "int32"
+    ids_form: str  # "list", or a tensor dtype of TOKEN_DTYPES
+    targets_form: str  # "list", or a tensor dtype of TOKEN_DTYPES
     ignore_index: int
     divisible: int | None
 
     def build(self, backend) -> list:
         """Fresh ``Datum`` objects for this case."""
-        dtype = {"int64": torch.int64, "int32": torch.int32}
+        dtype = TOKEN_DTYPES
         datums = []
         for ids, lfi in zip(self.ids, self.lfi):
             values = dict(lfi)
@@ -254,21 +264,22 @@ class DatumCase(NamedTuple):
 def datum_cases(draw, min_len: int = 0) -> DatumCase:
     """1..MAX_DATUMS datums of 0..MAX_DATUM_LEN tokens (min_len at least) with one shared key set.
 
-    ``weights`` is per-token (ints or floats, many zeros, some negative) or a scalar for every
-    datum;
+    ``weights`` is per-token (ints or floats, many zeros, some negative; or bools, a loss mask
+    whose ``False`` is 0) or a scalar for every datum;
     ``logprobs`` is per-token; ``advantages`` is per-token, a length-1 list or a scalar.
     """
     n = draw(st.integers(1, MAX_DATUMS), label="num_datums")
     lengths = [draw(st.integers(min_len, MAX_DATUM_LEN), label=f"len{b}") for b in range(n)]
     ids = [draw(st.lists(TOKENS, min_size=t, max_size=t), label=f"ids{b}") for b, t in enumerate(lengths)]
     has_targets = draw(st.booleans(), label="has_targets")
-    weights_form = draw(st.sampled_from(("none", "int", "float", "scalar")), label="weights")
+    weights_form = draw(st.sampled_from(("none", "int", "float", "bool", "scalar")), label="weights")
     has_logprobs = draw(st.booleans(), label="has_logprobs")
     advantages_form = draw(st.sampled_from(("none", "token", "list1", "scalar")), label="advantages")
     # zeros often (they mask the label), negative weights too (they do not: only == 0 masks)
     weight_values = {
         "int": st.sampled_from((0, 0, 1, 2, -1)),
         "float": st.sampled_from((0.0, 0.0, 0.5, 1.0, -0.5)),
+        "bool": st.sampled_from((False, True, True)),
         "scalar": st.sampled_from((0, 1, 0.0, 0.5, -1, -0.25)),
     }
     lfi: list[dict[str, Any]] = []
@@ -276,7 +287,7 @@ def datum_cases(draw, min_len: int = 0) -> DatumCase:
         values: dict[str, Any] = {}
         if has_targets:
             values["target_tokens"] = draw(st.lists(TOKENS, min_size=t, max_size=t))
-        if weights_form in ("int", "float"):
+        if weights_form in ("int", "float", "bool"):
             values["weights"] = draw(st.lists(weight_values[weights_form], min_size=t, max_size=t))
         elif weights_form == "scalar":
             values["weights"] = draw(weight_values["scalar"])
@@ -289,14 +300,23 @@ def datum_cases(draw, min_len: int = 0) -> DatumCase:
         elif advantages_form == "scalar":
             values["advantages"] = draw(FLOATS)
         lfi.append(values)
+    ignore_index = draw(st.sampled_from(IGNORE_INDICES), label="ignore_index")
+    # target_tokens of a dtype that holds ignore_index only: SPEC does not say what a masked
+    # label becomes when its tensor's dtype cannot hold ignore_index (-100 in uint8)
+    holding = [form for form in TOKEN_FORMS if form == "list" or _holds(TOKEN_DTYPES[form], ignore_index)]
     return DatumCase(
         ids=ids,
         lfi=lfi,
-        ids_form=draw(st.sampled_from(("list", "int64", "int32")), label="ids_form"),
-        targets_form=draw(st.sampled_from(("list", "int64", "int32")), label="targets_form"),
-        ignore_index=draw(st.sampled_from(IGNORE_INDICES), label="ignore_index"),
+        ids_form=draw(st.sampled_from(TOKEN_FORMS), label="ids_form"),
+        targets_form=draw(st.sampled_from(holding), label="targets_form"),
+        ignore_index=ignore_index,
         divisible=draw(st.sampled_from((None, None, 1, 3, 4, 8)), label="pad_seq_len_divisible"),
     )
+
+
+def _holds(dtype: torch.dtype, value: int) -> bool:
+    info = torch.iinfo(dtype)
+    return info.min <= value <= info.max
 
 
 def _flat(value) -> list[float]:

@@ -111,7 +111,7 @@ def require_supported_packing_contract(contract: PackedSequenceContract) -> None
 
 def adapt_model_inputs(batch: TrainingBatch, attention_eligibility: torch.Tensor | None = None) -> TrainingBatch:
     """Add ``attention_document_ids`` to a converted batch [adapt-attention-ids,
-    adapt-no-mutation, adapt-errors, tb-device, tb-no-aliasing].
+    adapt-no-mutation, adapt-errors, tb-device, tb-layout, tb-no-aliasing].
 
     Args:
         batch: mapping holding int64 ``document_ids`` ``[batch, sequence]`` (1-based
@@ -186,7 +186,7 @@ def _position_axes(position_ids: torch.Tensor, document_ids: torch.Tensor) -> to
 def enable_xdoc_attention(batch: TrainingBatch, packing_contract: PackedSequenceContract) -> TrainingBatch:
     """Join each row's subdocuments for attention and number them continuously
     [xdoc-attention-ids, xdoc-positions, xdoc-untouched, xdoc-contract, xdoc-errors,
-    contract-no-revalidation, tb-device, tb-no-aliasing].
+    contract-no-revalidation, tb-device, tb-layout, tb-no-aliasing].
 
     Args:
         batch: mapping from ``adapt_model_inputs``: int64 ``document_ids`` and

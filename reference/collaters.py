@@ -84,7 +84,8 @@ def default_collater(
     batch: Sequence[Mapping[str, Any]],
     pad_seq_len_divisible: int | None = None,
 ) -> dict[str, Any]:
-    """Pad and batch a list of examples [dcoll-fields, dcoll-pad-values, dcoll-padding-mask].
+    """Pad and batch a list of examples [dcoll-fields, dcoll-pad-values, dcoll-padding-mask,
+    tb-layout].
 
     Args:
         batch: ``B`` example mappings. The keys come from item 0, in its order (a later item's
@@ -175,7 +176,8 @@ def _stack_rows(rows: list[Any]) -> torch.Tensor:
 
 
 def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Batch pre-packed (or single-sequence) items in THD form [thdcoll-prepacked, thdcoll-synthesized].
+    """Batch pre-packed (or single-sequence) items in THD form [thdcoll-prepacked, thdcoll-synthesized,
+    tb-layout].
 
     Args:
         batch: ``B`` item mappings. Pre-packed items (item 0 has ``seq_lens``) carry
@@ -232,7 +234,8 @@ def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str
 def pack_features_for_thd(
     features: Sequence[Mapping[str, Any]], *, ignore_index: int = CROSS_ENTROPY_IGNORE_IDX
 ) -> dict[str, list]:
-    """Join single-sequence features end to end into one pre-packed record [pack-features, pack-errors].
+    """Join single-sequence features end to end into one pre-packed record [pack-features, pack-errors,
+    tb-layout].
 
     Args:
         features: ``N >= 1`` mappings with ``input_ids`` (a non-empty sequence, ``T_i``

@@ -26,7 +26,7 @@ __all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
 
 @dataclass
 class Datum:
-    """One training example [datum-construct, datum-errors].
+    """One training example [datum-construct, datum-errors, tb-layout].
 
     Attributes:
         input_ids: 1-D tensor ``[T]`` of token ids. A non-tensor becomes
@@ -66,7 +66,7 @@ class Datum:
         return int(self.input_ids.shape[0])
 
     def to_features(self, *, ignore_index: int = CROSS_ENTROPY_IGNORE_IDX) -> dict[str, list]:
-        """The per-example dict the canonical collaters take [datum-to-features].
+        """The per-example dict the canonical collaters take [datum-to-features, tb-layout].
 
         Args:
             ignore_index: keyword-only; the label written where ``weights == 0``.
@@ -152,7 +152,7 @@ def collate_datums(
 ) -> dict[str, Any]:
     """Collate datums into one model-ready batch [collate-keyword-only, collate-padded,
     collate-padding-by-position, collate-packed, collate-weights, collate-side-inputs,
-    collate-errors, collate-empty-datum-padded, collate-no-mutation].
+    collate-errors, collate-empty-datum-padded, collate-no-mutation, tb-layout].
 
     Args:
         datums: ``B >= 1`` datums, one sequence each (lengths ``T_i``).

@@ -63,7 +63,7 @@ def convert_text_batch(
     ctb-attention-ids, ctb-xdoc, ctb-selected-ids, ctb-output-route, ctb-ignore-index,
     ctb-option-types, ctb-no-mutation, ctb-input-errors, unpacked-padding, unpacked-same-route,
     unpacked-errors, unpacked-pad-token-only-with-length, tb-shapes, tb-dtypes, tb-keys,
-    tb-device, tb-no-aliasing, contract-once, contract-no-revalidation]; SPEC.md's section
+    tb-device, tb-layout, tb-no-aliasing, contract-once, contract-no-revalidation]; SPEC.md's section
     "``convert_text_batch``" is the definition, this docstring only the summary.
 
     Args:
@@ -180,7 +180,7 @@ def _as_int_list(value: Any, field: str, row: int) -> list[int]:
             raise TypeError(f"{where} must hold integers, got dtype {tensor.dtype}")
         if tensor.ndim != 1:
             raise ValueError(f"{where} must be 1-D [sequence], got shape {tuple(tensor.shape)}")
-        values = tensor.tolist()
+        values = tensor.tolist()  # by value, whatever its strides or storage offset [tb-layout]
     elif isinstance(value, (list, tuple)):
         values = list(value)
     else:

@@ -127,7 +127,7 @@ def _row_runs(row_ids: list[int], row: int) -> tuple[list[int], int]:
 
 def convert_batch_output(batch: TrainingBatch, output_format: str) -> TrainingBatch:
     """Add the output format's native inputs [thd-lengths, thd-qkv-format, thd-errors,
-    batched-unchanged, types-output-format, tb-device, tb-no-aliasing].
+    batched-unchanged, types-output-format, tb-device, tb-layout, tb-no-aliasing].
 
     Args:
         batch: mapping with int64 ``attention_document_ids`` ``[batch, sequence]``: the

@@ -109,8 +109,10 @@ def get_seqlens_in_batch(attention_mask: torch.Tensor) -> torch.Tensor:
             row-local document id, 0 marks an excluded token.
 
     Returns:
-        1-D tensor ``[documents]`` with the mask's dtype: for every row, for every id
-        ``1..max(attention_mask)``, that id's token count; zero counts are dropped.
+        int64 ``[documents]``: for every row, for every id ``1..max(attention_mask)``, that
+        id's token count; zero counts are dropped. (Not the mask's dtype, as upstream's
+        counts are: in a uint8, int8 or int16 mask an id can span more tokens than that
+        dtype holds, and SPEC's spans are the counts themselves.)
     """
     max_documents = int(attention_mask.max())
     lengths = []
@@ -119,12 +121,12 @@ def get_seqlens_in_batch(attention_mask: torch.Tensor) -> torch.Tensor:
             count = int((row == document_id).sum())
             if count > 0:
                 lengths.append(count)
-    return torch.tensor(lengths, dtype=attention_mask.dtype, device=attention_mask.device)
+    return torch.tensor(lengths, dtype=torch.int64, device=attention_mask.device)
 
 
 def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Flat varlen metadata of an indexed or binary mask [unpad-errors, unpad-binary,
-    unpad-indexed, unpad-outputs, unpad-precondition].
+    unpad-indexed, unpad-outputs, unpad-precondition, tb-layout].
 
     Args:
         attention_mask: bool or integer ``[batch, sequence]``. Nonzero marks a valid token.
@@ -175,7 +177,7 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 
 def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> PackedSequenceMetadata:
     """Batch-major gathered-token metadata of a padded indexed mask [meta-errors, meta-indices,
-    meta-cu-seqlens, meta-max-seqlen, meta-return, unpad-precondition].
+    meta-cu-seqlens, meta-max-seqlen, meta-return, unpad-precondition, tb-layout].
 
     Args:
         attention_mask: integer (or bool) ``[batch, sequence]`` of 1-based row-local

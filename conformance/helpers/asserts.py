@@ -101,13 +101,15 @@ def check(condition: Any, message: str, *, clause: str | Iterable[str]) -> None:
 @contextmanager
 def valid_input(call: str, clause: str = "ctb-input-errors") -> Iterator[None]:
     """Inside, the code under test runs on an input with none of the faults ``clause`` lists
-    (a drawn in-contract input the reference converts): a ``ValueError`` or ``TypeError`` it
-    raises is a ``ClauseFailure`` blamed on ``clause`` (the input validation rejects a valid
-    input), not on every clause of the test. Other exceptions propagate."""
+    (a drawn in-contract input the reference converts): any exception it raises is a
+    ``ClauseFailure`` blamed on ``clause`` (SPEC.md, "Raising on a valid input"), not on every
+    clause of the test. The suite's own ``ClauseFailure`` and ``SuiteError`` propagate."""
     __tracebackhide__ = True
     try:
         yield
-    except (TypeError, ValueError) as error:
+    except (ClauseFailure, SuiteError):
+        raise
+    except Exception as error:
         raise ClauseFailure(
             f"raised {type(error).__name__}({error}) on an input with none of the faults it lists, but should "
             f"convert it [{clause}: {call}]",
