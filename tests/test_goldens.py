@@ -39,6 +39,8 @@ EXEMPT_CLAUSES: dict[str, str] = {
     # Properties of live objects that a stored case (values, dtypes, shapes) cannot hold:
     "tb-device": "device placement of live tensors; conformance tests check it on the inputs' device",
     "tb-no-aliasing": "storage sharing between live tensors; conformance tests compare storages",
+    "tb-layout": "the memory layout of live tensors (a stored tensor is contiguous); conformance/test_layouts.py "
+    "lays each input out",
     "api-signatures": "a property of live callables (inspect.signature); conformance/test_signatures.py checks it",
     "collaters-no-mutation": "mutation of the caller's live objects; conformance/test_collaters.py "
     "snapshots them around each call",

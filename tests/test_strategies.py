@@ -173,6 +173,29 @@ def test_packed_rows_rarely_take_the_unpacked_record_forms(length):
     can_draw(cs.packed_rows(length), lambda row: row.padding_length is None)
 
 
+def documents_of(row: Row) -> int:
+    """How many subdocuments the real tokens of ``row`` hold (positions restart at 0)."""
+    real = len(row.tokens) - (row.padding_length or 0)
+    return sum(1 for p in row_positions(row)[:real] if p == 0)
+
+
+@pytest.mark.parametrize("length", [131, 258, cs.MANY_LEN])
+def test_many_subdocument_rows_hold_more_than_127_documents(length):
+    kinds: Counter = Counter()
+    for row in draw_many(cs.many_subdocument_rows(length), 100):
+        kinds += check_row(row, length)
+        documents = documents_of(row)
+        assert documents >= 128, f"{documents} documents in {row}"
+        assert (row.padding_length or 0) <= 3, row
+        kinds["more than 255 documents"] += documents > 255
+        kinds["a 2-token document"] += documents < length - (row.padding_length or 0)
+        kinds[f"{documents} documents"] += 1
+    claimed = ["no padding", "padding", "every document 1 token", "a 2-token document", "128 documents"]
+    if length >= 258:
+        claimed.append("more than 255 documents")
+    assert not missing(kinds, claimed), f"never drawn: {missing(kinds, claimed)}; drawn: {dict(kinds)}"
+
+
 def test_packed_batches_have_one_length_and_in_contract_options():
     kinds: Counter = Counter()
     for drawn in draw_many(cs.packed_batches()):
@@ -181,7 +204,11 @@ def test_packed_batches_have_one_length_and_in_contract_options():
         lengths = {len(row.tokens) for row in drawn.rows}
         assert len(lengths) == 1, f"rows of lengths {lengths} in one batch"
         (length,) = lengths
-        assert 2 <= length <= cs.MAX_LEN, drawn
+        if length > cs.MAX_LEN:  # "about one batch in MANY_ODDS is a many subdocuments batch"
+            assert 131 <= length <= cs.MANY_LEN and len(drawn.rows) <= 2, drawn
+            assert documents_of(drawn.rows[0]) >= 128, drawn.rows[0]
+            kinds["many subdocuments"] += 1
+        assert 2 <= length <= cs.MANY_LEN, drawn
         row_kinds = Counter()
         for row in drawn.rows:
             row_kinds += check_row(row, length)
@@ -209,8 +236,16 @@ def test_packed_batches_have_one_length_and_in_contract_options():
         "mask_segment_starts=False",
         *(f"{t}, metadata={m}" for t in ("block_causal", "document_ids") for m in (True, False)),
         "rows with and without padding in one batch",
+        "many subdocuments",
     ]
     assert not missing(kinds, claimed), f"never drawn: {missing(kinds, claimed)}; drawn: {dict(kinds)}"
+    # drawn (above), but rare: the reference's xdoc step costs about 0.1 s per such row
+    assert kinds["many subdocuments"] <= EXAMPLES / 8, dict(kinds)
+
+
+def test_packed_batches_draw_two_row_many_subdocument_batches():
+    """ "the second, when there is one, another such row or a packed_rows row of the same L"."""
+    can_draw(cs.packed_batches(), lambda drawn: len(drawn.rows[0].tokens) > cs.MAX_LEN and len(drawn.rows) == 2)
 
 
 def test_packed_batches_reach_the_longest_rows():
@@ -226,12 +261,20 @@ def test_contracts_draw_every_combination():
 # --- id_masks ----------------------------------------------------------------------------------
 
 
+def near_edge(value: int) -> bool:
+    """``value`` is an edge id of ``_id_row``'s jumps or up to two below it."""
+    return any(edge - 2 <= value <= edge for edge in cs.NARROW_EDGE_IDS + cs.INT16_EDGE_IDS)
+
+
 def test_id_masks_are_in_contract_and_cover_their_kinds():
     kinds: Counter = Counter()
-    for mask in draw_many(cs.id_masks()):
+    for mask in draw_many(cs.id_masks(), 600):
         assert isinstance(mask, torch.Tensor) and mask.dim() == 2, mask
         batch_size, sequence_length = mask.shape
-        assert 1 <= batch_size <= cs.MAX_BATCH and 1 <= sequence_length <= cs.MAX_LEN, mask.shape
+        if sequence_length > cs.MAX_LEN:  # "many ids": B in 1..2, S in 150..MANY_LEN
+            assert batch_size <= 2 and 150 <= sequence_length <= cs.MANY_LEN, mask.shape
+        else:
+            assert 1 <= batch_size <= cs.MAX_BATCH and 1 <= sequence_length <= cs.MAX_LEN, mask.shape
         assert mask.dtype in (torch.int64, torch.int32, torch.bool), mask.dtype
         assert bool((mask != 0).any()), f"{mask}: no nonzero entry"
         kinds[f"dtype={mask.dtype}"] += 1
@@ -241,24 +284,41 @@ def test_id_masks_are_in_contract_and_cover_their_kinds():
         kinds["an empty row beside a non-empty one"] += any(not any(r) for r in rows)
         if mask.dtype == torch.bool:
             continue
-        assert bool((mask >= 0).all()), mask
-        kinds["binary (only 0 and 1)"] += int(mask.max()) == 1
+        lowest = torch.iinfo(mask.dtype).min
+        negatives = {v for r in rows for v in r if v < 0}
+        assert negatives <= {v if v is not None else lowest for v in cs.NEGATIVE_MASK_VALUES}, negatives
+        largest = int(mask.max())
+        kinds["binary (only 0 and 1)"] += largest == 1 and not negatives
+        kinds["negative entries"] += bool(negatives)
+        kinds["binary, with negative entries"] += largest <= 1 and bool(negatives)
+        kinds["only zeros and negative values"] += largest <= 0
+        kinds["the dtype's minimum"] += lowest in negatives
+        kinds["a binary row with a negative entry beside an indexed row"] += largest >= 2 and any(
+            r and max(r) <= 1 and min(r) < 0 for r in rows
+        )
+        kinds["a binary row beside an indexed row"] += largest >= 2 and any(any(r) and max(r) <= 1 for r in rows)
+        kinds["ids 127 and 128 in a row"] += any(127 in r and 128 in r for r in rows)
+        kinds["ids 255 and 256 in a row"] += any(255 in r and 256 in r for r in rows)
         for row in rows:
-            ids = [v for v in row if v]
-            # 1-based, non-decreasing along the row (each id one run), new ids skip at most one
+            ids = [v for v in row if v > 0]
+            # 1-based, non-decreasing along the row (each id one run); a new id skips at most one,
+            # or jumps to an edge id (or up to two below it); a negative entry may hide ids
             assert all(b >= a for a, b in zip(ids, ids[1:])), f"{row}: ids decrease"
-            assert not ids or ids[0] in (1, 2), f"{row}: the first id is {ids[0]}"
-            steps = {b - a for a, b in zip(ids, ids[1:])}
-            assert steps <= {0, 1, 2}, f"{row}: a new id skips more than one"
-            kinds["gapped (an id skipped)"] += 2 in steps
+            if min(row) >= 0:
+                assert not ids or ids[0] in (1, 2) or near_edge(ids[0]), f"{row}: the first id is {ids[0]}"
+                steps = {(a, b) for a, b in zip(ids, ids[1:]) if b - a > 2}
+                assert all(near_edge(b) for _, b in steps), f"{row}: a new id skips more than one, not to an edge"
+            kinds["gapped (an id skipped)"] += any(b - a == 2 for a, b in zip(ids, ids[1:]))
             kinds["first id 2"] += bool(ids) and ids[0] == 2
             kinds["three or more ids in a row"] += len(set(ids)) >= 3
+            kinds["more than 127 ids in a row"] += len(set(ids)) > 127
             kinds["zero inside one id's run"] += any(
                 row[k] == 0 and row[k - 1] and row[k - 1] == next((v for v in row[k:] if v), None)
                 for k in range(1, len(row))
             )
             kinds["leading zero"] += len(row) > 1 and row[0] == 0 and bool(ids)
             kinds["trailing zero"] += len(row) > 1 and row[-1] == 0 and bool(ids)
+            kinds["a row of only negative values"] += bool(row) and all(v < 0 for v in row)
     claimed = [
         "dtype=torch.int64",
         "dtype=torch.int32",
@@ -269,11 +329,29 @@ def test_id_masks_are_in_contract_and_cover_their_kinds():
         f"S={cs.MAX_LEN}",
         "an empty row beside a non-empty one",
         "binary (only 0 and 1)",
+        "negative entries",
+        "binary, with negative entries",
+        "only zeros and negative values",
+        "the dtype's minimum",
+        "a binary row with a negative entry beside an indexed row",
+        "a binary row beside an indexed row",
+        "ids 127 and 128 in a row",
+        "ids 255 and 256 in a row",
         "gapped (an id skipped)",
         "first id 2",
         "three or more ids in a row",
+        "more than 127 ids in a row",
         "zero inside one id's run",
         "leading zero",
         "trailing zero",
+        "a row of only negative values",
     ]
     assert not missing(kinds, claimed), f"never drawn: {missing(kinds, claimed)}; drawn: {dict(kinds)}"
+    # "negative entries in about one case in two" of the integer masks: often, not always
+    integer = EXAMPLES * 2 - kinds["dtype=torch.bool"]
+    assert integer / 5 <= kinds["negative entries"] <= integer * 4 / 5, dict(kinds)
+
+
+def test_id_masks_rarely_reach_the_int16_edge():
+    """ "in one such mask in four (then B = 1), INT16_EDGE_IDS": ids 32767 and 32768 in one row."""
+    can_draw(cs.id_masks(), lambda mask: mask.shape[0] == 1 and {32767, 32768} <= set(mask[0].tolist()))

@@ -5,11 +5,17 @@ of the real-data scenario. Every expected value is computed here from the raw ro
 Python (loops over lists); nothing comes from a backend or from ``reference``. The cost is
 O(B * S) Python steps, except the block-causal mask, which is built with torch broadcasting
 from the expected ids (O(B * S**2) elements, no Python loop), so a 4 x 1024 batch checks in
-well under a second.
+well under a second (and a row of 32770 one-token documents in a few hundredths).
+
+``expected_unpad_data``, ``expected_packed_metadata`` and ``expected_thd_lengths`` are the
+plain-Python expectations of ``get_unpad_data``, ``build_packed_sequence_metadata`` and the THD
+lengths, written from SPEC.md's clauses (negative mask entries and per-row routes included),
+never from the reference.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,12 +24,14 @@ import torch
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal, summary
 from batchspec.conformance.helpers.fields import label_clauses, label_targets
 from batchspec.conformance.helpers.inputs import Row, row_positions
+from batchspec.conformance.helpers.literals import THD_PAD
 
 __all__ = [
     "BASE_KEYS",
     "METADATA_KEYS",
     "check_converted_batch",
     "expected_packed_metadata",
+    "expected_thd_lengths",
     "expected_unpad_data",
 ]
 
@@ -94,46 +102,21 @@ def _expected_rows(rows: Sequence[Row], ignore_index: int, mask_segment_starts: 
     return expected
 
 
-def expected_packed_metadata(ids: Sequence[Sequence[int]]) -> dict[str, Any]:
-    """``build_packed_sequence_metadata`` of a ``[B, S]`` id mask (nested lists, bools as
-    0/1), in plain Python [meta-indices, meta-cu-seqlens, meta-max-seqlen].
-
-    Per row: ``packed_token_indices`` is ``i`` where the id is nonzero, else -1; the row's
-    ``cu_seqlens`` are 0 then the cumulative counts of ids 1..max in id order (zero counts
-    dropped), padded with -1 to width ``max(1, max id) + 1``; ``max_seqlen`` is the largest
-    count over the batch.
-    """
-    largest = max((int(v) for row in ids for v in row), default=0)
-    width = max(1, largest) + 1
-    indices, cu_seqlens, max_seqlen = [], [], 0
-    for row in ids:
-        row = [int(v) for v in row]
-        indices.append([i if v != 0 else -1 for i, v in enumerate(row)])
-        counts = [0] * (max(row) + 1 if row else 1)
-        for v in row:
-            if v > 0:
-                counts[v] += 1
-        cumulative = [0]
-        for count in counts[1:]:
-            if count:
-                cumulative.append(cumulative[-1] + count)
-                max_seqlen = max(max_seqlen, count)
-        cu_seqlens.append(cumulative + [-1] * (width - len(cumulative)))
-    return {
-        "packed_token_indices": torch.tensor(indices, dtype=torch.int64).reshape(len(ids), -1),
-        "cu_seqlens": torch.tensor(cu_seqlens, dtype=torch.int32),
-        "max_seqlen": max_seqlen,
-    }
-
-
 def expected_unpad_data(mask: Sequence[Sequence[int]], *, binary: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
     """``get_unpad_data`` of a ``[B, S]`` mask (nested lists, bools as 0/1), in plain Python
-    [unpad-binary, unpad-indexed, unpad-outputs]. ``binary``: the mask is bool or its largest
-    value is <= 1, so every nonempty row is one sequence; otherwise the lengths are the counts
-    of ids 1..max(mask), row by row, zero counts dropped."""
+    [unpad-binary, unpad-indexed, unpad-outputs, unpad-precondition].
+
+    ``binary`` is the route of the whole mask (a bool mask, or a largest value <= 1:
+    ``batchspec.conformance.golden.blame.binary_mask`` decides it). Every value counts as
+    given, negative ones included: ``indices`` are the flat positions of the nonzero entries;
+    on the binary route each row with a nonzero entry is one span of its nonzero count (a
+    negative entry counts); on the indexed route each row's ids ``1 … max`` that occur are
+    spans, in id order, so zero and negative entries are in no span. Returns int64 ``indices``
+    ``[tokens]``, int32 ``cu_seqlens`` ``[spans + 1]`` and the longest span (an ``int``).
+    Cost: O(B * S log S), whatever the largest id.
+    """
     flat = [int(v) for row in mask for v in row]
     indices = [i for i, v in enumerate(flat) if v != 0]
-    largest = max(flat, default=0)
     lengths = []
     for row in mask:
         row = [int(v) for v in row]
@@ -142,10 +125,8 @@ def expected_unpad_data(mask: Sequence[Sequence[int]], *, binary: bool) -> tuple
             if count:
                 lengths.append(count)
             continue
-        for document_id in range(1, largest + 1):
-            count = sum(1 for v in row if v == document_id)
-            if count:
-                lengths.append(count)
+        counts = Counter(v for v in row if v > 0)
+        lengths.extend(counts[document_id] for document_id in sorted(counts))  # ids 1..max in order, 0s dropped
     cumulative = [0]
     for length in lengths:
         cumulative.append(cumulative[-1] + length)
@@ -154,6 +135,64 @@ def expected_unpad_data(mask: Sequence[Sequence[int]], *, binary: bool) -> tuple
         torch.tensor(cumulative, dtype=torch.int32),
         max(lengths),
     )
+
+
+def expected_packed_metadata(ids: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """``build_packed_sequence_metadata`` of a ``[B, S]`` id mask (nested lists, bools as
+    0/1), in plain Python [meta-indices, meta-cu-seqlens, meta-max-seqlen, unpad-precondition].
+
+    Per row ``b``: ``packed_token_indices`` is ``i`` where the value is nonzero (negative
+    values included), else -1; the front of the row's ``cu_seqlens`` is
+    ``expected_unpad_data`` of that row alone, on the row's own route (binary when the row's
+    largest value is <= 1, so a negative entry of such a row counts in its span; indexed
+    otherwise, so it counts in none), a row with no nonzero entry holds ``[0]``; every row
+    is padded with -1 to width ``max(1, max id) + 1``. ``max_seqlen`` is the largest
+    per-row ``max_seqlen`` (0 when no row has a span).
+    """
+    rows = [[int(v) for v in row] for row in ids]
+    width = max(1, max((v for row in rows for v in row), default=0)) + 1
+    indices, cu_seqlens, max_seqlen = [], [], 0
+    for row in rows:
+        indices.append([i if v != 0 else -1 for i, v in enumerate(row)])
+        cumulative = [0]
+        if any(row):
+            _, row_cu_seqlens, row_max_seqlen = expected_unpad_data([row], binary=max(row) <= 1)
+            cumulative = row_cu_seqlens.tolist()
+            max_seqlen = max(max_seqlen, row_max_seqlen)
+        cu_seqlens.append(cumulative + [-1] * (width - len(cumulative)))
+    return {
+        "packed_token_indices": torch.tensor(indices, dtype=torch.int64).reshape(len(rows), -1),
+        "cu_seqlens": torch.tensor(cu_seqlens, dtype=torch.int32),
+        "max_seqlen": max_seqlen,
+    }
+
+
+def expected_thd_lengths(ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``seq_lens`` and ``seq_lens_padded`` of the selected ids ``[B, S]`` (nested lists), in
+    plain Python [thd-lengths]: per row, the lengths of the maximal stretches of equal positive
+    ids in stream order; the padded lengths add the row's trailing zero count to its last
+    stretch. Both int64 ``[B, max spans]``, padded with ``THD_PAD`` (-1000)."""
+    lengths_rows, padded_rows = [], []
+    for row in ids:
+        lengths: list[int] = []
+        previous = 0
+        for value in (int(v) for v in row):
+            if value > 0 and value == previous and lengths:
+                lengths[-1] += 1
+            elif value > 0:
+                lengths.append(1)
+            previous = value
+        trailing = 0
+        while trailing < len(row) and int(row[len(row) - 1 - trailing]) == 0:
+            trailing += 1
+        lengths_rows.append(lengths)
+        padded_rows.append(lengths[:-1] + [lengths[-1] + trailing] if lengths else [])
+
+    def padded(table: list[list[int]]) -> torch.Tensor:
+        width = max((len(row) for row in table), default=0)
+        return torch.tensor([row + [THD_PAD] * (width - len(row)) for row in table], dtype=torch.int64)
+
+    return padded(lengths_rows), padded(padded_rows)
 
 
 def check_converted_batch(
@@ -258,10 +297,11 @@ def check_converted_batch(
         call=call,
         show={"document_ids": document_ids},
     )
+    # padding_mask equals the expected one (checked above), so a 0 id at a real token is the ids' fault
     _fail_where(
         (document_ids == 0) != padding_mask,
         "document_ids == 0 must hold exactly where padding_mask is True (text rows)",
-        clause="ctb-padding-mask, ctb-document-ids",
+        clause="ctb-document-ids",
         call=call,
         show={"document_ids": document_ids, "padding_mask": padding_mask},
     )

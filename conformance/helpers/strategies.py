@@ -6,11 +6,20 @@ never asserts. Sizes are capped by module constants that environment variables o
 * ``BATCHSPEC_MAX_BATCH`` (default 16): the most rows in a drawn batch or mask (a backend
   that mishandles row 5 or row 9 must meet such a batch);
 * ``BATCHSPEC_MAX_LEN`` (default 33): the longest unshifted row L (so S = L - 1 <= 32), and
-  the longest ``[B, S]`` id mask.
+  the longest ``[B, S]`` id mask;
+* ``BATCHSPEC_MANY_LEN`` (default 260): the longest row of the rare *many subdocuments*
+  batches and masks.
 
-The caps are small on purpose: the reference is written as plain loops (its block-causal
-mask is O(B * S**2) Python), and every example runs it at least once. Shrinking makes the
-small cases the ones that are reported, so larger caps find few extra bugs.
+The caps are small on purpose: the reference is written as plain loops (its xdoc step is
+O(S * documents) Python per row), and every example runs it at least once. Shrinking makes the
+small cases the ones that are reported, so larger caps find few extra bugs. The one exception
+is the subdocument count: a backend that narrows ids to int8 or int16 wraps at 128 or 32768
+ids, which a row of 32 tokens never reaches. So about one batch in ``MANY_ODDS`` (and one id
+mask in 16) is a *many subdocuments* one: B <= 2 rows of L in 131..MANY_LEN, mostly 1-token
+documents, more than 127 (sometimes more than 255) in a row; id masks and attention ids also jump
+to ids at the narrowing edges (``NARROW_EDGE_IDS``, rarely ``INT16_EDGE_IDS``). Rows of more
+than 32767 subdocuments are too slow for the reference on every example: a fixed test and a
+golden case hold them.
 """
 
 from __future__ import annotations
@@ -27,8 +36,13 @@ from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 __all__ = [
     "IGNORE_INDICES",
+    "INT16_EDGE_IDS",
+    "MANY_LEN",
+    "MANY_ODDS",
     "MAX_BATCH",
     "MAX_LEN",
+    "NARROW_EDGE_IDS",
+    "NEGATIVE_MASK_VALUES",
     "EDGE_TOKEN_IDS",
     "MAX_TOKEN_ID",
     "PAD_TOKEN_ID",
@@ -42,6 +56,7 @@ __all__ = [
     "draw_xdoc",
     "document_lengths",
     "id_masks",
+    "many_subdocument_rows",
     "packed_batches",
     "packed_rows",
     "usable_contract",
@@ -60,7 +75,21 @@ PAD_TOKEN_ID: int = 0
 # real token ids (0, 7) so that a masked label and a kept label can hold the same value.
 IGNORE_INDICES: tuple[int, ...] = (IGNORE_INDEX, -1, 0, 7, -7, 99999)
 
+MANY_LEN: int = int(os.environ.get("BATCHSPEC_MANY_LEN", "260"))
+# one packed batch in about MANY_ODDS is a many-subdocuments batch (the reference's xdoc step
+# costs about 0.1 s per such row, so they stay rare)
+MANY_ODDS: int = 40
+# Ids where an id narrowed to a smaller integer wraps: int8 at 127 | 128, uint8 at 255 | 256.
+NARROW_EDGE_IDS: tuple[int, ...] = (127, 128, 129, 255, 256, 257)
+# int16 at 32767 | 32768 (the reference loops over every id 1..max: drawn rarely, one row).
+INT16_EDGE_IDS: tuple[int, ...] = (32767, 32768, 32769)
+# [unpad-precondition] values < 0 are outside the caller's precondition, and still defined: -1
+# (a common "excluded" marker), small ones, those one past the int8 / int16 minimum, and the
+# dtype's minimum (``None`` here; -2**31 for int32, -2**63 for int64).
+NEGATIVE_MASK_VALUES: tuple[int | None, ...] = (-1, -1, -1, -2, -128, -129, -32768, -32769, None)
+
 assert MAX_BATCH >= 1 and MAX_LEN >= 2, "BATCHSPEC_MAX_BATCH >= 1 and BATCHSPEC_MAX_LEN >= 2"  # sanity check
+assert MANY_LEN >= 150, "BATCHSPEC_MANY_LEN >= 150 (a many-subdocuments row holds more than 127 ids)"  # sanity check
 
 
 class PackedBatch(NamedTuple):
@@ -125,10 +154,41 @@ def contracts() -> st.SearchStrategy[Contract]:
 
 
 @st.composite
+def many_subdocument_rows(draw: st.DrawFn, length: int) -> Row:
+    """One unshifted packed row of ``length`` (>= 131) tokens that holds many subdocuments, as
+    ``pack_flat`` emits it: 0..3 trailing pad tokens, and the real tokens split into D
+    documents of mostly one token, D in 128..(real tokens), often exactly one of
+    ``NARROW_EDGE_IDS`` (128 and up) or every real token its own document. Token ids
+    0..MAX_TOKEN_ID."""
+    assert length >= 131  # sanity check
+    padding = draw(st.sampled_from((0, 0, 1, 3)), label="padding")
+    real = length - padding
+    edges = [d for d in NARROW_EDGE_IDS if 128 <= d <= real]
+    count = draw(st.one_of(st.sampled_from([*edges, real]), st.integers(128, real)), label="documents")
+    starts = sorted([0, *draw(st.permutations(range(1, real)), label="starts")[: count - 1]])
+    tokens = draw(st.lists(st.integers(0, MAX_TOKEN_ID), min_size=real, max_size=real), label="tokens")
+    bounds = [*starts, real]
+    return packed_row([tokens[bounds[k] : bounds[k + 1]] for k in range(count)], padding, pad_token_id=PAD_TOKEN_ID)
+
+
+@st.composite
 def packed_batches(draw: st.DrawFn) -> PackedBatch:
-    """B in 1..MAX_BATCH packed rows of one unshifted length L in 2..MAX_LEN, and options."""
-    length = draw(st.integers(2, MAX_LEN), label="L")
-    rows = draw(st.lists(packed_rows(length), min_size=1, max_size=MAX_BATCH), label="rows")
+    """B in 1..MAX_BATCH packed rows of one unshifted length L in 2..MAX_LEN, and options.
+
+    About one batch in ``MANY_ODDS`` is a *many subdocuments* batch instead: one row (two in
+    one such batch in three) of L in 131..MANY_LEN, the first a ``many_subdocument_rows`` row
+    (more than 127 subdocuments, sometimes more than 255), the second another such row or a
+    ``packed_rows`` row of the same L.
+    """
+    if draw(st.integers(0, MANY_ODDS - 1), label="many_subdocuments") == 0:
+        edges = sorted({131, min(258, MANY_LEN), MANY_LEN})  # 258: room for 256 one-token documents
+        length = draw(st.one_of(st.integers(131, MANY_LEN), st.sampled_from(edges)), label="L")
+        rows = [draw(many_subdocument_rows(length), label="row 0")]
+        if draw(st.sampled_from((1, 1, 2)), label="B") == 2:
+            rows.append(draw(st.one_of(many_subdocument_rows(length), packed_rows(length)), label="row 1"))
+    else:
+        length = draw(st.integers(2, MAX_LEN), label="L")
+        rows = draw(st.lists(packed_rows(length), min_size=1, max_size=MAX_BATCH), label="rows")
     return PackedBatch(
         rows=rows,
         ignore_index=draw(st.sampled_from(IGNORE_INDICES), label="ignore_index"),
@@ -138,45 +198,132 @@ def packed_batches(draw: st.DrawFn) -> PackedBatch:
 
 
 @st.composite
-def _id_row(draw: st.DrawFn, sequence_length: int, max_documents: int, gapped: bool) -> list[int]:
+def _id_row(
+    draw: st.DrawFn,
+    sequence_length: int,
+    max_documents: int,
+    gapped: bool,
+    edges: tuple[int, ...] = (),
+    kinds: tuple[str, ...] = ("zero", "same", "new"),
+) -> list[int]:
     """One row of 1-based ids, non-decreasing along the row, with zeros anywhere.
 
-    Walking along the row each slot is ``zero`` (id 0), ``same`` (the current id, or the
-    first id when none started yet) or ``new`` (the next id). ``gapped`` lets a new id skip
-    one (the first id may then be 2). At most ``max_documents`` ids start; further ``new`` slots continue the last id.
+    Walking along the row each slot is a kind of ``kinds``: ``zero`` (id 0), ``same`` (the
+    current id, or the first id when none started yet) or ``new`` (the next id). ``gapped``
+    lets a new id skip one (the first id may then be 2). With ``edges``, a new id jumps now and
+    then to one of them or up to two below it (``[1, 126, 127, 128]``), never backwards. At most
+    ``max_documents`` ids start; further ``new`` slots continue the last id.
     """
-    kinds = draw(st.lists(st.sampled_from(("zero", "same", "new")), min_size=sequence_length, max_size=sequence_length))
+    slots = draw(st.lists(st.sampled_from(kinds), min_size=sequence_length, max_size=sequence_length))
     row, current, started = [], 0, 0
-    for kind in kinds:
+    for kind in slots:
         if kind == "zero":
             row.append(0)
             continue
         if current == 0 or (kind == "new" and started < max_documents):
-            current += draw(st.sampled_from((1, 2))) if gapped else 1
+            step = draw(st.sampled_from((1, 2))) if gapped else 1
+            if edges and draw(st.integers(0, 2), label="jump") == 0:
+                target = draw(st.sampled_from(edges)) - draw(st.integers(0, 2))
+                current = max(current + step, target)
+            else:
+                current += step
             started += 1
         row.append(current)
     return row
+
+
+def _negative(draw: st.DrawFn, dtype: torch.dtype) -> int:
+    """One of ``NEGATIVE_MASK_VALUES``, ``None`` read as the dtype's minimum."""
+    value = draw(st.sampled_from(NEGATIVE_MASK_VALUES), label="negative")
+    return torch.iinfo(dtype).min if value is None else value
+
+
+@st.composite
+def _with_negatives(draw: st.DrawFn, rows: list[list[int]], dtype: torch.dtype) -> list[list[int]]:
+    """``rows`` with negative entries: each row keeps its values, gets up to 3 entries (ids or
+    zeros) replaced by negative ones, or (``only``) every nonzero entry replaced, so the row
+    holds only zeros and negative values."""
+    out = []
+    for b, row in enumerate(rows):
+        how = draw(st.sampled_from(("keep", "some", "some", "only")), label=f"negatives[{b}]")
+        row = list(row)
+        if how == "some":
+            for i in draw(st.sets(st.integers(0, len(row) - 1), min_size=1, max_size=min(3, len(row)))):
+                row[i] = _negative(draw, dtype)
+        elif how == "only":
+            row = [_negative(draw, dtype) if v else 0 for v in row]
+        out.append(row)
+    return out
+
+
+# The forms of ``id_masks`` and their weights (out of 16).
+MASK_FORMS: tuple[str, ...] = ("ids",) * 13 + ("edge ids",) * 2 + ("many ids",)
 
 
 @st.composite
 def id_masks(draw: st.DrawFn) -> torch.Tensor:
     """A ``[B, S]`` mask for the metadata builders, with at least one nonzero entry.
 
-    Integer masks (int64, sometimes int32) hold 1-based row-local ids that increase along the
-    row, each id one run that interior zeros may interrupt (as SPEC Example K's ``[1,0,1,2]``);
-    sometimes ids are gapped (``[1,1,3,3]``, ``[2,2,0]``), sometimes a mask holds only 0/1 (the binary
-    route). Bool masks are arbitrary. Rows may be empty; when every row is, one entry is set.
+    Three forms (``MASK_FORMS``):
+
+    * ``ids`` (13 in 16): B in 1..MAX_BATCH, S in 1..MAX_LEN. Integer masks (int64, sometimes
+      int32) hold 1-based row-local ids that increase along the row, each id one run that
+      interior zeros may interrupt (as SPEC Example K's ``[1,0,1,2]``). One mask in three
+      holds only 0/1 (the binary route); otherwise ids are sometimes gapped (``[1,1,3,3]``,
+      ``[2,2,0]``), and in half of those masks each row draws its own id count, so that
+      binary rows (largest value <= 1) sit beside indexed ones. Bool masks (one in five) are
+      arbitrary.
+    * ``edge ids`` (2 in 16): int64 or int32, B in 1..4, S in 2..MAX_LEN, ids that jump to
+      the narrowing edges ``NARROW_EDGE_IDS`` (127 | 128, 255 | 256) or, in one such mask in
+      eight (then B = 1), ``INT16_EDGE_IDS`` (32767 | 32768).
+    * ``many ids`` (1 in 16): int64 or int32, B in 1..2, S in 150..MANY_LEN, ids 1, 2, ...
+      of mostly one token each: more than 127 spans in a row.
+
+    An integer mask of any form holds negative entries in about one case in two
+    (``_with_negatives``: a few per row, or a row of only zeros and negative values; values
+    from ``NEGATIVE_MASK_VALUES``): outside the caller's precondition, and still defined
+    [unpad-precondition]. Rows may be empty; when every row is, one entry is set.
     """
-    batch_size = draw(st.integers(1, MAX_BATCH), label="B")
-    sequence_length = draw(st.integers(1, MAX_LEN), label="S")
-    dtype = draw(st.sampled_from((torch.int64, torch.int64, torch.int64, torch.int32, torch.bool)), label="dtype")
-    max_documents = draw(st.sampled_from((1, 2, sequence_length)), label="max_documents")
-    gapped = draw(st.booleans(), label="gapped")
-    rows = [draw(_id_row(sequence_length, max_documents, gapped)) for _ in range(batch_size)]
+    form = draw(st.sampled_from(MASK_FORMS), label="form")
+    edges: tuple[int, ...] = ()
+    kinds = ("zero", "same", "new")
+    layout = "shared"
+    if form == "ids":
+        batch_size = draw(st.integers(1, MAX_BATCH), label="B")
+        sequence_length = draw(st.integers(1, MAX_LEN), label="S")
+        dtype = draw(st.sampled_from((torch.int64, torch.int64, torch.int64, torch.int32, torch.bool)), label="dtype")
+        layout = draw(st.sampled_from(("binary", "shared", "per row")), label="layout")
+    elif form == "edge ids":
+        wide = draw(st.integers(0, 7), label="int16 edges") == 0
+        edges = INT16_EDGE_IDS if wide else NARROW_EDGE_IDS
+        batch_size = 1 if wide else draw(st.integers(1, 4), label="B")
+        sequence_length = draw(st.integers(2, MAX_LEN), label="S")
+        dtype = draw(st.sampled_from((torch.int64, torch.int32)), label="dtype")
+    else:
+        batch_size = draw(st.integers(1, 2), label="B")
+        sequence_length = draw(st.integers(150, MANY_LEN), label="S")
+        dtype = draw(st.sampled_from((torch.int64, torch.int32)), label="dtype")
+        kinds = ("new",) * 20 + ("same", "zero")
+
+    def documents() -> int:
+        if form == "many ids":
+            return sequence_length
+        if layout == "binary":
+            return 1
+        return draw(st.sampled_from((1, 2, sequence_length)), label="max_documents")
+
+    gapped = layout != "binary" and draw(st.booleans(), label="gapped")
+    shared = documents()
+    rows = [
+        draw(_id_row(sequence_length, documents() if layout == "per row" else shared, gapped, edges, kinds))
+        for _ in range(batch_size)
+    ]
+    if dtype != torch.bool and draw(st.booleans(), label="with negatives"):
+        rows = draw(_with_negatives(rows, dtype))
     if not any(any(row) for row in rows):
         rows[draw(st.integers(0, batch_size - 1))][0] = 1
     mask = torch.tensor(rows, dtype=torch.int64)
-    return mask > 0 if dtype == torch.bool else mask.to(dtype)
+    return mask != 0 if dtype == torch.bool else mask.to(dtype)
 
 
 # -- the options of a call, as far as the backend declares them --------------------------------

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchspec import reference
+from batchspec.conformance.golden.blame import binary_mask, blame
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal, check, valid_input
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
@@ -22,6 +23,7 @@ from batchspec.conformance.helpers.inputs import (
     Contract,
     assert_batch_unchanged,
     batch_state,
+    packed_row,
     payload_form,
     sample_batch,
     with_token_field,
@@ -29,8 +31,10 @@ from batchspec.conformance.helpers.inputs import (
 from batchspec.conformance.helpers.invariants import (
     check_converted_batch,
     expected_packed_metadata,
+    expected_thd_lengths,
     expected_unpad_data,
 )
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 
 @pytest.mark.clause(
@@ -228,71 +232,116 @@ def test_convert_text_batch_matches_reference(backend, family, data):
     )
 
 
-@pytest.mark.clause("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")
+# The clauses the metadata properties blame a differing key on (narrowing ``OUTPUT_CLAUSES``):
+# the key's own clause, and for get_unpad_data's spans the route the whole mask takes.
+META_BLAME = ("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")
+UNPAD_BLAME = ("unpad-binary", "unpad-indexed", "unpad-outputs")
+
+
+def _assert_metadata_equal(function: str, out: dict, want: dict, mask: torch.Tensor, call: str) -> None:
+    """Each key of ``want`` (tensors, then the Python ``int`` ``max_seqlen``) equals ``out``'s,
+    a differing key blamed on its own clauses (``blame``: ``OUTPUT_CLAUSES`` of ``function``,
+    narrowed to ``META_BLAME`` / ``UNPAD_BLAME``; get_unpad_data's ``cu_seqlens`` on the route
+    ``mask`` takes)."""
+    __tracebackhide__ = True
+    cited = META_BLAME if function == "build_packed_sequence_metadata" else UNPAD_BLAME
+    for key, value in want.items():
+        got = out.get(key)
+        clause = ", ".join(blame(function, key, got, value, cited, {"mask": mask}))
+        if isinstance(value, torch.Tensor):
+            assert_tensor_equal(key, got, value, clause=clause, call=call)
+        elif type(got) is not int or got != value:
+            raise ClauseFailure(
+                f"{key}={got!r} ({type(got).__name__}), but should be int {value} [{clause}: {call}]", clause
+            )
+
+
+@pytest.mark.clause("meta-indices", "meta-cu-seqlens", "meta-max-seqlen", "unpad-precondition")
 @pytest.mark.requires("packed_metadata")
 @given(data=st.data())
 def test_packed_metadata_invariants(backend, data):
+    """On every ``id_masks`` mask (ids at the int8 / int16 edges, rows of more than 127 ids,
+    negative entries, binary rows beside indexed ones) the three keys equal
+    ``expected_packed_metadata``'s, whose route is decided per row [meta-cu-seqlens] and which
+    counts a negative entry as nonzero [unpad-precondition]; the mask is not modified."""
     mask = data.draw(cs.id_masks(), label="mask")
     call = f"build_packed_sequence_metadata(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
     original = mask.clone()
-    out = backend.build_packed_sequence_metadata(mask)
     want = expected_packed_metadata(mask.to(torch.int64).tolist())
-    assert_tensor_equal(
-        "packed_token_indices",
-        out["packed_token_indices"],
-        want["packed_token_indices"],
-        clause="meta-indices",
-        call=call,
-    )
-    assert_tensor_equal("cu_seqlens", out["cu_seqlens"], want["cu_seqlens"], clause="meta-cu-seqlens", call=call)
-    max_seqlen = out["max_seqlen"]
-    if type(max_seqlen) is not int or max_seqlen != want["max_seqlen"]:
-        raise ClauseFailure(
-            f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want['max_seqlen']} "
-            f"[meta-max-seqlen: {call}]",
-            "meta-max-seqlen",
-        )
+    out = backend.build_packed_sequence_metadata(mask)
+    _assert_metadata_equal("build_packed_sequence_metadata", out, want, original, call)
     assert_tensor_equal("mask (input, after the call)", mask, original, clause="meta-indices", call=call)
 
 
-@pytest.mark.clause("unpad-binary", "unpad-indexed", "unpad-outputs")
+@pytest.mark.clause("unpad-binary", "unpad-indexed", "unpad-outputs", "unpad-precondition")
 @pytest.mark.requires("unpad_data")
 @given(data=st.data())
 def test_unpad_data_invariants(backend, data):
+    """On every ``id_masks`` mask the outputs equal ``expected_unpad_data``'s on the route the
+    whole mask takes (binary when bool or its largest value is <= 1, so a row's negative
+    entries count in its span; indexed otherwise, where only ids 1..max are spans), negative
+    entries in ``indices`` [unpad-precondition]; ``cu_seqlens`` is blamed on that route, the
+    rest on [unpad-outputs]."""
     mask = data.draw(cs.id_masks(), label="mask")
     call = f"get_unpad_data(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
-    binary = mask.dtype == torch.bool or int(mask.max()) <= 1
-    clause = "unpad-binary" if binary else "unpad-indexed"  # the spans are the route's; the rest [unpad-outputs]'s
+    original = mask.clone()
     # the expected outputs come from the mask as drawn, before the backend sees it
-    want_indices, want_cu, want_max = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary)
+    indices, cu_seqlens, max_seqlen = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary_mask(mask))
     out = backend.get_unpad_data(mask)
     if not isinstance(out, tuple) or len(out) != 3:
         raise ClauseFailure(
             f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]",
             "unpad-outputs",
         )
-    indices, cu_seqlens, max_seqlen = out
-    assert_tensor_equal("indices", indices, want_indices, clause="unpad-outputs", call=call)
-    if isinstance(cu_seqlens, torch.Tensor) and cu_seqlens.dtype != want_cu.dtype:
-        raise ClauseFailure(
-            f"cu_seqlens.dtype={cu_seqlens.dtype}, but should be {want_cu.dtype} [unpad-outputs: {call}]",
-            "unpad-outputs",
-        )
-    assert_tensor_equal("cu_seqlens", cu_seqlens, want_cu, clause=clause, call=call)
-    if type(max_seqlen) is not int or max_seqlen != want_max:
-        raise ClauseFailure(
-            f"max_seqlen={max_seqlen!r} ({type(max_seqlen).__name__}), but should be int {want_max} "
-            f"[unpad-outputs: {call}]",
-            "unpad-outputs",
-        )
+    want = {"indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen}
+    _assert_metadata_equal("get_unpad_data", dict(zip(want, out)), want, original, call)
+
+
+# One row of 32770 one-token documents and a pad token: ids 1..32770 at the S = 32770 inputs,
+# past int16's 32767 (the reference converts it in about 1.5 s; a block-causal mask would be 1 GB).
+BEYOND_INT16_DOCUMENTS = 32770
+
+
+@pytest.mark.clause(
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "batched-packed-seq-ids",
+    "batched-document-ids-mask",
+    "batched-metadata",
+    "ctb-input-errors",
+)
+@pytest.mark.requires("convert_text_batch")
+def test_converted_batch_beyond_int16_subdocuments(backend):
+    """A row of more subdocuments than int16 counts (``BEYOND_INT16_DOCUMENTS``, each one
+    token, then one pad token), converted with the ``"document_ids"`` mask and, when the backend
+    declares ``packed_metadata``, the metadata: every field is ``check_converted_batch``'s
+    (ids 1..32770, ``cu_seqlens`` ``[1, 32771]``)."""
+    rows = [packed_row([[7]] * BEYOND_INT16_DOCUMENTS, 1, pad_token_id=cs.PAD_TOKEN_ID)]
+    contract = cs.usable_contract(Contract("document_ids", True), backend)
+    call = (
+        f"convert_text_batch(sample_batch([packed_row([[7]] * {BEYOND_INT16_DOCUMENTS}, padding=1)]), {contract!r}, "
+        "ignore_index=-100, mask_segment_starts=False, allow_cross_document_attention=False)"
+    )
+    with valid_input(call):
+        out = backend.convert_text_batch(sample_batch(rows), contract, IGNORE_INDEX, False, False)
+    check_converted_batch(out, rows, ignore_index=IGNORE_INDEX, mask_segment_starts=False, contract=contract, call=call)
+
+
+def _id_cells(draw) -> st.SearchStrategy[int]:
+    """Ids 0..6, or in one draw in four also ids at the narrowing edges (``NARROW_EDGE_IDS``
+    and, when ``int16``, ``INT16_EDGE_IDS``), where an id narrowed to int8 or int16 wraps."""
+    if draw(st.integers(0, 3), label="edge ids") != 0:
+        return st.integers(0, 6)
+    return st.one_of(st.integers(0, 6), st.sampled_from(cs.NARROW_EDGE_IDS + cs.INT16_EDGE_IDS))
 
 
 @st.composite
 def _adapt_inputs(draw):
-    """Random int64 ``document_ids`` (any ids >= 0, not renumbered) and optional eligibility."""
+    """Random int64 ``document_ids`` (any ids >= 0, not renumbered; sometimes ids at the
+    int8 / int16 edges, ``_id_cells``) and optional eligibility."""
     batch_size = draw(st.integers(1, cs.MAX_BATCH), label="B")
     sequence_length = draw(st.integers(1, cs.MAX_LEN), label="S")
-    cell = st.integers(0, 6)
+    cell = _id_cells(draw)
     ids = draw(
         st.lists(
             st.lists(cell, min_size=sequence_length, max_size=sequence_length), min_size=batch_size, max_size=batch_size
@@ -383,15 +432,19 @@ def _xdoc_inputs(draw):
     """An ``enable_xdoc_attention`` batch beyond what ``convert_text_batch`` builds: int64
     ``document_ids`` >= 0 in any order along the row (decreasing, reappearing, gapped ids),
     ``attention_document_ids`` that are the document ids, 0 (a processor exclusion) or negative,
-    and positions >= 0, text ``[B, S]`` or mRoPE ``[3, B, S]``."""
-    batch_size = draw(st.integers(1, cs.MAX_BATCH), label="B")
+    and positions >= 0, text ``[B, S]`` or mRoPE ``[3, B, S]``. In one batch in eight (then
+    B <= 2) ids also take the int8 edges ``NARROW_EDGE_IDS`` (127 | 128, 255 | 256; the
+    reference walks every id 1..max of a row, so never the int16 ones)."""
+    edges = draw(st.integers(0, 7), label="edge ids") == 0
+    batch_size = draw(st.integers(1, 2 if edges else cs.MAX_BATCH), label="B")
     sequence_length = draw(st.integers(1, cs.MAX_LEN), label="S")
 
     def grid(cell):
         row = st.lists(cell, min_size=sequence_length, max_size=sequence_length)
         return st.lists(row, min_size=batch_size, max_size=batch_size)
 
-    ids = draw(grid(st.integers(0, 6)), label="document_ids")
+    cell = st.one_of(st.integers(0, 6), st.sampled_from(cs.NARROW_EDGE_IDS)) if edges else st.integers(0, 6)
+    ids = draw(grid(cell), label="document_ids")
     kinds = draw(grid(st.sampled_from(("same", "same", "same", "zero", "negative"))), label="attention")
     attention = [
         [i if k == "same" else 0 if k == "zero" else -1 - i for i, k in zip(id_row, kind_row)]
@@ -448,3 +501,57 @@ def test_enable_xdoc_attention_matches_reference_on_any_ids(backend, data):
             clause="xdoc-untouched",
             call=f"{call}: modified in place",
         )
+
+
+@st.composite
+def _thd_ids(draw):
+    """Selected ids ``[B, S]`` as ``convert_batch_output(batch, "thd")`` accepts them: per row,
+    stretches of equal positive ids in stream order, each id once ([thd-errors] rejects one that
+    reappears), then trailing zeros, at least one positive id. Ids count up from 1 and now and
+    then jump to the narrowing edges (``NARROW_EDGE_IDS``, ``INT16_EDGE_IDS``: a jump, not a
+    loop, costs nothing here). About one batch in eight has many subdocuments: B <= 2, S in
+    131..MANY_LEN, stretches of mostly one token, more than 127 in a row."""
+    many = draw(st.integers(0, 7), label="many subdocuments") == 0
+    if many:
+        batch_size = draw(st.integers(1, 2), label="B")
+        sequence_length = draw(st.integers(131, cs.MANY_LEN), label="S")
+        stretch = st.sampled_from((1, 1, 1, 1, 1, 1, 2))
+    else:
+        batch_size = draw(st.integers(1, cs.MAX_BATCH), label="B")
+        sequence_length = draw(st.integers(1, cs.MAX_LEN), label="S")
+        stretch = st.integers(1, 4)
+    rows = []
+    for b in range(batch_size):
+        real = draw(
+            st.sampled_from((sequence_length, sequence_length - 3)) if many else st.integers(1, sequence_length)
+        )
+        row, current = [], 0
+        while len(row) < real:
+            current += 1
+            if not many and draw(st.integers(0, 3), label="jump") == 0:
+                current = max(current, draw(st.sampled_from(cs.NARROW_EDGE_IDS + cs.INT16_EDGE_IDS), label="edge"))
+            row.extend([current] * min(draw(stretch, label=f"stretch[{b}]"), real - len(row)))
+        rows.append(row + [0] * (sequence_length - real))
+    return rows
+
+
+@pytest.mark.clause("thd-lengths", "thd-qkv-format")
+@pytest.mark.requires("convert_batch_output")
+@given(data=st.data())
+def test_convert_batch_output_thd_lengths_are_the_stretches(backend, data):
+    """``convert_batch_output(batch, "thd")`` on selected ids of many subdocuments or ids at the
+    int8 / int16 edges (``_thd_ids``): ``seq_lens`` and ``seq_lens_padded`` are
+    ``expected_thd_lengths``'s (the stretches of equal positive ids, the trailing zeros added to
+    the last one) [thd-lengths], and ``qkv_format`` is ``"thd"`` [thd-qkv-format]."""
+    ids = data.draw(_thd_ids(), label="ids")
+    call = f"convert_batch_output({{'document_ids': torch.tensor({ids}), 'attention_document_ids': (the same)}}, 'thd')"
+    selected = torch.tensor(ids, dtype=torch.int64)
+    out = backend.convert_batch_output({"document_ids": selected, "attention_document_ids": selected.clone()}, "thd")
+    seq_lens, seq_lens_padded = expected_thd_lengths(ids)
+    assert_tensor_equal("seq_lens", out.get("seq_lens"), seq_lens, clause="thd-lengths", call=call)
+    assert_tensor_equal("seq_lens_padded", out.get("seq_lens_padded"), seq_lens_padded, clause="thd-lengths", call=call)
+    check(
+        out.get("qkv_format") == "thd",
+        f"qkv_format={out.get('qkv_format')!r}, but should be 'thd' [thd-qkv-format: {call}]",
+        clause="thd-qkv-format",
+    )

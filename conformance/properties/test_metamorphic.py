@@ -38,6 +38,7 @@ from batchspec.conformance.helpers.fields import (
     relation_label_clauses,
 )
 from batchspec.conformance.helpers.inputs import Row, describe_rows, row_positions
+from batchspec.conformance.helpers.invariants import expected_thd_lengths
 from batchspec.conformance.helpers.literals import (
     ALWAYS_KEYS,
     BATCHED_KEYS,
@@ -76,28 +77,6 @@ def _assert_same_keys(first, second, *, drop_first=frozenset(), drop_second=froz
         )
 
 
-def _runs(ids: list[int]) -> tuple[list[int], int]:
-    """Lengths of the runs of equal positive ids in stream order, and the trailing zero count."""
-    lengths: list[int] = []
-    previous = 0
-    for value in ids:
-        if value > 0:
-            if value == previous and lengths:
-                lengths[-1] += 1
-            else:
-                lengths.append(1)
-        previous = value
-    trailing = 0
-    while trailing < len(ids) and ids[len(ids) - 1 - trailing] == 0:
-        trailing += 1
-    return lengths, trailing
-
-
-def _padded_lengths(rows: list[list[int]]) -> torch.Tensor:
-    width = max((len(row) for row in rows), default=0)
-    return torch.tensor([row + [THD_PAD] * (width - len(row)) for row in rows], dtype=torch.int64)
-
-
 # -- 1. THD vs batched ------------------------------------------------------------------
 
 
@@ -125,11 +104,7 @@ def test_thd_and_batched_agree_token_for_token(backend, data):
 
     ids = thd["attention_document_ids"]
     sequence_length = ids.shape[1]
-    runs = [_runs(row) for row in ids.tolist()]
-    want_lens = _padded_lengths([lengths for lengths, _ in runs])
-    want_padded = _padded_lengths(
-        [lengths[:-1] + [lengths[-1] + trailing] if lengths else [] for lengths, trailing in runs]
-    )
+    want_lens, want_padded = expected_thd_lengths(ids.tolist())
     seq_lens_padded = thd.get("seq_lens_padded")
     if isinstance(seq_lens_padded, torch.Tensor) and seq_lens_padded.ndim == 2:
         for b, row in enumerate(seq_lens_padded.tolist()):

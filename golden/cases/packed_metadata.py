@@ -353,3 +353,92 @@ def case_unpad_generated():
             )
         )
     return cases
+
+
+def case_negative_entries():
+    """Masks with negative entries: outside the caller's precondition, and still exactly what
+    the clauses define [unpad-precondition]. A negative entry is nonzero: it is in ``indices``
+    and ``packed_token_indices``, and counts in a binary row's span; on the indexed route only
+    ids 1..max are spans. ``get_unpad_data`` takes one route for the whole mask it gets,
+    ``build_packed_sequence_metadata`` one per row [meta-cu-seqlens]: the same mask below gives
+    ``cu_seqlens [0,1,3,5]`` (indexed, row 1 counts its two 1s) from the one and row 1
+    ``[0,3,-1]`` (binary, the -5 counts) from the other."""
+    mixed = long([[1, -1, 2, 2], [-5, 1, 1, 0], [-1, -1, 0, 0]])
+    unpad_clauses = ("unpad-outputs", "unpad-precondition")
+    return [
+        Case(
+            name="test_unpad_negative_entries_binary",
+            clauses=("unpad-binary", *unpad_clauses),
+            description="largest value 1: binary, each row's span counts its negative entries",
+            function="get_unpad_data",
+            inputs={"mask": long([[1, -1, 0, 1], [0, 0, -2, 0]])},
+            expected={"indices": long([0, 1, 3, 6]), "cu_seqlens": int32([0, 3, 4]), "max_seqlen": 3},
+        ),
+        Case(
+            name="test_unpad_negative_entries_only",
+            clauses=("unpad-binary", *unpad_clauses),
+            description="only zeros and negative values: largest value 0, binary, one span of 2",
+            function="get_unpad_data",
+            inputs={"mask": long([[-1, 0, -1]])},
+            expected={"indices": long([0, 2]), "cu_seqlens": int32([0, 2]), "max_seqlen": 2},
+        ),
+        Case(
+            name="test_unpad_negative_entries_indexed",
+            clauses=("unpad-indexed", *unpad_clauses),
+            description="largest value 2: indexed, negative entries in indices but in no span",
+            function="get_unpad_data",
+            inputs={"mask": long([[1, -1, 2, 2], [-5, 0, 0, 0]])},
+            expected={"indices": long([0, 1, 2, 3, 4]), "cu_seqlens": int32([0, 1, 3]), "max_seqlen": 2},
+        ),
+        Case(
+            name="test_unpad_mixed_rows_one_route",
+            clauses=("unpad-indexed", *unpad_clauses),
+            description="a binary-looking row beside an indexed one: the whole mask is indexed (largest value 2)",
+            function="get_unpad_data",
+            inputs={"mask": mixed},
+            expected={
+                "indices": long([0, 1, 2, 3, 4, 5, 6, 8, 9]),
+                "cu_seqlens": int32([0, 1, 3, 5]),
+                "max_seqlen": 2,
+            },
+        ),
+        _meta(
+            "negative_entries_route_per_row",
+            mixed,
+            [[0, 1, 2, 3], [0, 1, 2, -1], [0, 1, -1, -1]],
+            [[0, 1, 3], [0, 3, -1], [0, 2, -1]],
+            3,
+            "each row takes its own route: row 0 indexed, rows 1 and 2 (largest value <= 1) binary, -1s counted",
+            META + ("unpad-binary", "unpad-precondition"),
+        ),
+    ]
+
+
+def case_narrowing_edges():
+    """Ids where an id narrowed to int8 (127 | 128), uint8 (255 | 256) or int16 (32767 | 32768)
+    wraps, gapped as [unpad-precondition] allows, and a row of more spans than int16 counts;
+    expected values from the reference."""
+    edges = long([[1, 127, 128, 128, 129, 255, 256, 256, 0], [2, 32767, 32768, 32769, 32769, 0, 0, 0, 0]])
+    return [
+        Case(
+            name="test_unpad_ids_at_narrowing_edges",
+            clauses=(*UNPAD, "unpad-precondition"),
+            description="gapped ids 127 | 128, 255 | 256 and 32767 | 32768 in one mask (indexed, (row, id) order)",
+            function="get_unpad_data",
+            inputs={"mask": edges},
+        ),
+        Case(
+            name="test_meta_ids_at_int8_edges",
+            clauses=(*META, "unpad-precondition"),
+            description="gapped ids 126..129 and 254..257: cu_seqlens [2, 258], mostly -1",
+            function="build_packed_sequence_metadata",
+            inputs={"mask": long([[1, 126, 127, 128, 129, 0], [254, 255, 256, 257, 257, 0]])},
+        ),
+        Case(
+            name="test_meta_beyond_int16_ids",
+            clauses=META,
+            description="one row of 32770 one-token ids 1..32770 (int32): 32770 spans, past int16's 32767",
+            function="build_packed_sequence_metadata",
+            inputs={"mask": int32([list(range(1, 32771))])},
+        ),
+    ]
