@@ -110,9 +110,9 @@ def get_seqlens_in_batch(attention_mask: torch.Tensor) -> torch.Tensor:
 
     Returns:
         int64 ``[documents]``: for every row, for every id ``1..max(attention_mask)``, that
-        id's token count; zero counts are dropped. (Not the mask's dtype, as upstream's
-        counts are: in a uint8, int8 or int16 mask an id can span more tokens than that
-        dtype holds, and SPEC's spans are the counts themselves.)
+        id's token count; zero counts are dropped. (Upstream counts in the mask's dtype and
+        wraps where a span is longer than that dtype holds; SPEC section 2 leaves such masks
+        out of contract, and exact counts are one of the things a backend may return there.)
     """
     max_documents = int(attention_mask.max())
     lengths = []
