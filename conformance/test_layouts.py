@@ -214,40 +214,32 @@ def masks(draw) -> tuple[torch.Tensor, tuple[type[BaseException], ...]]:
     return mask, ()
 
 
-@pytest.mark.requires("unpad_data")
+# function -> (its profile, the names of its tuple output's items, or None for a mapping)
+MASK_FUNCTIONS = {
+    "get_unpad_data": ("unpad_data", ("indices", "cu_seqlens", "max_seqlen")),
+    "build_packed_sequence_metadata": ("packed_metadata", None),
+}
+
+
 @pytest.mark.clause("tb-layout")
+@pytest.mark.parametrize(
+    "function",
+    [pytest.param(name, marks=pytest.mark.requires(profile)) for name, (profile, _) in MASK_FUNCTIONS.items()],
+)
 @given(data=st.data())
-def test_get_unpad_data_reads_a_mask_in_any_layout(backend, data):
+def test_metadata_functions_read_a_mask_in_any_layout(backend, function, data):
     mask, errors = data.draw(masks(), label="mask")
     contiguous, laid = lay_out(data, {"attention_mask": mask}, backend.device)
-    call = f"get_unpad_data(attention_mask) with {describe_inputs(laid)}, against its contiguous copy"
+    call = f"{function}(attention_mask) with {describe_inputs(laid)}, against its contiguous copy"
     compare(
-        tensor_function(backend, "get_unpad_data"),
+        tensor_function(backend, function),
         (contiguous["attention_mask"],),
         (laid["attention_mask"],),
         contiguous,
         laid,
         call=call,
         errors=errors,
-        names=("indices", "cu_seqlens", "max_seqlen"),
-    )
-
-
-@pytest.mark.requires("packed_metadata")
-@pytest.mark.clause("tb-layout")
-@given(data=st.data())
-def test_build_packed_sequence_metadata_reads_a_mask_in_any_layout(backend, data):
-    mask, errors = data.draw(masks(), label="mask")
-    contiguous, laid = lay_out(data, {"attention_mask": mask}, backend.device)
-    call = f"build_packed_sequence_metadata(attention_mask) with {describe_inputs(laid)}, against its contiguous copy"
-    compare(
-        tensor_function(backend, "build_packed_sequence_metadata"),
-        (contiguous["attention_mask"],),
-        (laid["attention_mask"],),
-        contiguous,
-        laid,
-        call=call,
-        errors=errors,
+        names=MASK_FUNCTIONS[function][1],
     )
 
 
@@ -287,15 +279,7 @@ def test_convert_text_batch_reads_payload_fields_in_any_layout(backend, data):
     for b, key in slots:
         given_batch.records[b].payload[key] = contiguous[f"records[{b}].{key}"]
         laid_batch.records[b].payload[key] = laid[f"records[{b}].{key}"]
-    options = (
-        route.contract,
-        case.ignore_index,
-        case.mask_segment_starts,
-        route.xdoc,
-        route.output_format,
-        route.pad_to_length,
-        route.pad_token_id,
-    )
+    options = cs.call_arguments(case, route)
     described = cs.describe_call(
         rows,
         route.contract,

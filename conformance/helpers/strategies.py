@@ -48,6 +48,7 @@ __all__ = [
     "PAD_TOKEN_ID",
     "PackedBatch",
     "Route",
+    "call_arguments",
     "contracts",
     "describe_call",
     "draw_format",
@@ -385,6 +386,20 @@ def draw_route(
         draw_format(data, backend) if output_format is None else output_format,
         pad_to_length,
         pad_token_id,
+    )
+
+
+def call_arguments(case: PackedBatch, route: Route) -> tuple:
+    """``convert_text_batch``'s arguments after the sample batch, positionally, for ``case``
+    taken on ``route``."""
+    return (
+        route.contract,
+        case.ignore_index,
+        case.mask_segment_starts,
+        route.xdoc,
+        route.output_format,
+        route.pad_to_length,
+        route.pad_token_id,
     )
 
 

@@ -87,19 +87,6 @@ def test_converted_batch_invariants(backend, data):
     )
 
 
-def _arguments(case: cs.PackedBatch, route: cs.Route) -> tuple:
-    """``convert_text_batch``'s arguments after the sample batch, positionally."""
-    return (
-        route.contract,
-        case.ignore_index,
-        case.mask_segment_starts,
-        route.xdoc,
-        route.output_format,
-        route.pad_to_length,
-        route.pad_token_id,
-    )
-
-
 def _describe(case: cs.PackedBatch, route: cs.Route) -> str:
     return cs.describe_call(
         case.rows,
@@ -130,7 +117,7 @@ def test_convert_text_batch_does_not_mutate_input(backend, data):
     before = batch_state(batch)
 
     with valid_input(call):
-        out = backend.convert_text_batch(batch, *_arguments(case, route))
+        out = backend.convert_text_batch(batch, *cs.call_arguments(case, route))
     assert_batch_unchanged(before, batch, what="by the call", call=call)
 
     # The outputs share no storage with the input: overwrite them all in place.
@@ -200,7 +187,7 @@ def test_convert_text_batch_matches_reference(backend, family, data):
     case = data.draw(cs.packed_batches(), label="case")
     route = cs.draw_route(data, backend, case, **MATCH_ROUTES[family][0])
     field, decoys = cs.draw_token_fields(data)
-    args = _arguments(case, route)
+    args = cs.call_arguments(case, route)
     with valid_input(_describe(case, route)):
         out = backend.convert_text_batch(with_token_field(sample_batch(case.rows), field, decoys), *args)
     expected = reference.convert_text_batch(with_token_field(sample_batch(case.rows), field, decoys), *args)
