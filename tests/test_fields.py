@@ -166,3 +166,21 @@ def test_a_masked_start_target_whose_input_is_the_ignore_index_is_judged_masked(
     unshifted = plain["labels"].clone()
     unshifted[0, 2] = 7  # its input token, which is not the ignore_index here
     assert label_clauses(unshifted, plain["labels"], label_targets(rows, IGNORE, False)) == ("ctb-shift",)
+
+
+def test_a_two_way_start_target_follows_the_rule_the_other_labels_break():
+    """The same two-way element beside unshifted labels is one more unshifted label: the kill is
+    blamed on [ctb-shift] alone (the sweep's m_labels_unshifted drew an ignore_index that is also
+    a token), while beside a masked start target it stays [ctb-cross-document-targets]."""
+    rows = [packed_row([[5, 6, 7], [8, 9], [4, 3]], padding=2)]
+    ignore = 7
+    targets = label_targets(rows, ignore, False)
+    expected = reference.convert_text_batch(sample_batch(rows), Contract(), ignore, False, False)["labels"]
+    unshifted = expected.clone()
+    unshifted[0, 2] = ignore  # two-way: masked, or its input token 7
+    unshifted[0, 0] = 5  # plainly unshifted
+    assert label_clauses(unshifted, expected, targets) == ("ctb-shift",)
+    masked = expected.clone()
+    masked[0, 2] = ignore  # two-way
+    masked[0, 4] = ignore  # token 9's target 4 starts the third document: plainly masked
+    assert label_clauses(masked, expected, targets) == ("ctb-cross-document-targets",)

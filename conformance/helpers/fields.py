@@ -163,17 +163,29 @@ def label_clauses(got: torch.Tensor, want: torch.Tensor, targets: LabelTargets) 
     [ctb-cross-document-targets] without, when it is masked, [ctb-shift] when it holds another
     token); a masked label holding another value than ``ignore_index`` [ctb-ignore-index]; any
     other [ctb-shift], a kept label masked included (masking masks targets, never a kept label,
-    also not at a subdocument's first input)."""
+    also not at a subdocument's first input).
+
+    One element can be read two ways: a label that should keep its subdocument-start target and
+    holds ``ignore_index`` where its own input token is ``ignore_index`` too is masked
+    ([ctb-cross-document-targets]) or unshifted ([ctb-shift]). It is blamed on the rule the
+    unambiguous elements already break when one of its two readings is among them, else on
+    [ctb-cross-document-targets]."""
     ignore = targets.ignore_index
-    rules = set()
+    rules: set[str] = set()
+    ambiguous: list[tuple[str, str]] = []  # (the rule blamed, the other reading) per two-way element
     for b, i in torch.nonzero(got != want).tolist():
         # holding its input token: unshifted, unless that token is ignore_index itself (then masked)
         holds_input = int(got[b, i]) == _input(targets, b, i) != ignore
         if want[b, i] == ignore and targets.padding[b, i]:
             rules.add("ctb-padding-labels")
-        elif targets.starts[b, i] and (targets.mask_segment_starts or (got[b, i] == ignore and not holds_input)):
-            # masking decides the label: [ctb-segment-starts] masks it, [ctb-cross-document-targets] keeps it
-            rules.add("ctb-segment-starts" if targets.mask_segment_starts else "ctb-cross-document-targets")
+        elif targets.starts[b, i] and targets.mask_segment_starts:
+            rules.add("ctb-segment-starts")  # masking decides the label
+        elif targets.starts[b, i] and got[b, i] == ignore and not holds_input:
+            # kept by [ctb-cross-document-targets] but masked, or unshifted onto an ignore_index token
+            if _input(targets, b, i) == ignore:
+                ambiguous.append(("ctb-cross-document-targets", "ctb-shift"))
+            else:
+                rules.add("ctb-cross-document-targets")
         elif want[b, i] == ignore:
             rules.add("ctb-ignore-index")  # masked, but with another value
         else:  # a kept label that is wrong (masked, e.g. at an input instead of a target, or moved)
@@ -181,6 +193,9 @@ def label_clauses(got: torch.Tensor, want: torch.Tensor, targets: LabelTargets) 
         held = int(got[b, i])
         if want[b, i] == ignore and held != ignore and held < 0 and held != _target(targets, b, i):
             rules.add("ctb-ignore-index")  # masked, but with another sentinel value (not its target token)
+    for blamed, other in ambiguous:
+        if not {blamed, other} & rules:
+            rules.add(blamed)
     return tuple(sorted(rules))
 
 
