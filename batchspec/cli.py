@@ -77,7 +77,7 @@ def default_workers() -> int:
 def version_line() -> str:
     """What ``batchspec --version`` prints first (pytest's version follows): the suite's version
     and the SPEC version it checks."""
-    from batchspec.conformance.plugin import suite_version
+    from batchspec.conformance.report import suite_version
     from batchspec.conformance.spec import spec_version
 
     return f"batchspec {suite_version()}: conformance suite for SPEC {spec_version()}"

@@ -34,8 +34,8 @@ import pytest
 from batchspec.conformance.helpers.asserts import MULTIRANK_EXTRA, ClauseFailure, SuiteError, check, names, skip
 from batchspec.conformance.helpers.envelope import DIGEST, HEADER, MAGIC, body_of
 from batchspec.conformance.multirank.jobs import MPI4PY_MISSING, MPIEXEC, launch, rank_environment
+from batchspec.conformance.multirank.launchers import LAUNCHERS, XDIST_GROUP_PREFIX
 from batchspec.conformance.multirank.zygote import Zygote
-from batchspec.conformance.plugin import LAUNCHERS, XDIST_GROUP_PREFIX
 
 C = 4  # canonical_replicas of the scenarios unless a test says otherwise
 

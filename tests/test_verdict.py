@@ -23,7 +23,9 @@ from batchspec.conformance.backends import BackendError, load_backend
 from batchspec.conformance.expectations import ExpectationsError, load_expectations
 from batchspec.conformance.goldens import load_all
 from batchspec.conformance.helpers.asserts import MODEL_EXTRA, MULTIRANK_EXTRA
-from batchspec.conformance.plugin import CTRL_C, REPORT_JSON, REPORT_MD, RESULTS_LOG, _launchers, suite_version
+from batchspec.conformance.multirank.launchers import parse_launchers
+from batchspec.conformance.recorder import CTRL_C
+from batchspec.conformance.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, suite_version
 from batchspec.conformance.spec import spec_clauses, spec_profiles, spec_version
 from batchspec.conformance.verdict import MARKDOWN_FAILURES, build_report, dumps
 
@@ -253,7 +255,7 @@ def test_usage_errors_get_a_report_that_says_why(tmp_path):
     bad = tmp_path / "expectations.toml"
     bad.write_text('[[expected]]\nclause = "no-such-clause"\ncategory = "backend bug"\nreason = "x"\n')
     with pytest.raises(pytest.UsageError) as launcher:
-        _launchers("foo")
+        parse_launchers("foo")
     with pytest.raises(ExpectationsError) as expectations:
         load_expectations(str(bad), spec_clauses())
     signatures = "conformance/test_signatures.py"
