@@ -25,7 +25,7 @@ An exception on a valid input of an admitted dtype is blamed on the function's e
 [ctb-input-errors], [dcoll-fields].
 
 ``Datum`` / ``collate_datums`` draw narrow ``input_ids`` / ``target_tokens`` and bool weights in
-``test_datum.py``'s ``datum_cases``, whose expected values live there. ``convert_batch_output``
+``conformance/helpers/datums.py``'s ``datum_cases``, whose expected values live there. ``convert_batch_output``
 is not drawn: SPEC gives its ids no dtype beyond "the selected ids" (int64).
 """
 
