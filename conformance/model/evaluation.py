@@ -1,27 +1,7 @@
-"""Model-level equivalence: a packed batch trains every document exactly as if it were trained
-alone.
-
-For one route (``ROUTES``: how a ``TrainingBatch`` reaches the model, ``wiring.py``) and one
-attention implementation, a backend's batch goes through a tiny transformer and is compared,
-document by document, with each document run alone (its tokens at positions ``0 ..``, no mask,
-``sdpa`` or the same ``eager``), or under xdoc with the row's real tokens joined as one sequence:
-
-- **logits** of every input token of the document;
-- the **trained-token set**: the labels that are not ``ignore_index`` are exactly those whose
-  target is a real token of the row (not padding), less the subdocument starts under
-  ``mask_segment_starts``;
-- the **per-token loss** of every trained token: the batch's label against the document's own
-  next token;
-- the **gradient** of the summed loss with respect to every weight: the packed batch's against
-  the sum of the documents' own.
-
-What the documents are comes from the input records alone (their tokens, positions and
-``padding_length``), never from the backend or the reference. A difference is a ``Mismatch``
-naming the route, implementation, batch, row, document span and the largest difference.
-``blame`` then finds which of the keys the route reads explains it: it substitutes the
-reference's value of each key that differs, one at a time, and blames the clauses of the keys
-whose substitution removes the mismatch (``field_clauses``; ``labels`` per element,
-``label_clauses``); when no key differs from the reference, the route's own clauses.
+"""The comparison of the model-level equivalence check (conformance/model/equivalence.py): one
+batch through the model on a route (``convert_route``, ``evaluate``) against each document
+alone (``alone_logits``), as logits, trained tokens, per-token losses and the gradient; each
+difference beyond the tolerance a ``Mismatch``.
 
 Tolerances (``TOLERANCES``) are relative to the largest value compared, and at least absolute:
 ``|packed - alone| <= tolerance * max(1, max |alone|)`` per document for logits and losses, over
@@ -41,35 +21,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from batchspec import reference
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES
-from batchspec.conformance.helpers.asserts import SuiteError
-from batchspec.conformance.helpers.fields import field_clauses, label_clauses, label_targets
-from batchspec.conformance.helpers.inputs import Contract, Row, row_positions, rows_of, unpacked_row
+from batchspec.conformance.helpers.inputs import Row
 from batchspec.conformance.model import wiring
-from batchspec.conformance.model.data import ModelBatch, packed_batches, unpacked_batches
+from batchspec.conformance.model.data import ModelBatch
+from batchspec.conformance.model.documents import Document, documents, mrope_positions, padded_rows
 from batchspec.conformance.model.models import Model
+from batchspec.conformance.model.routes import Route
 
 __all__ = [
-    "IMAGE_GRID",
-    "ROUTES",
+    "NOISE_FACTOR",
     "TOLERANCES",
-    "Document",
     "Mismatch",
-    "Route",
-    "RouteResult",
     "alone_logits",
-    "check_route",
-    "documents",
+    "convert_route",
+    "evaluate",
     "largest_difference",
-    "mrope_positions",
-    "route_batches",
+    "worse",
 ]
+
 
 TOLERANCES: dict[tuple[torch.dtype, str], float] = {
     (torch.float64, "sdpa"): 1e-9,
@@ -83,275 +58,6 @@ TOLERANCES: dict[tuple[torch.dtype, str], float] = {
         for implementation in ("sdpa", "eager", wiring.METADATA_ATTENTION, wiring.THD_ATTENTION)
     },
 }
-
-IMAGE_GRID = (1, 2, 3)
-"""The (temporal, height, width) grid of the image block the mRoPE routes place in every document
-of at least ``IMAGE_AT + 6`` tokens: its 6 tokens take 3-axis positions, as a Qwen2-VL processor
-numbers an image (the token ids stay text; the model does not care)."""
-IMAGE_AT = 2
-
-
-@dataclass(frozen=True)
-class Route:
-    """How a ``TrainingBatch`` reaches the model.
-
-    ``feed``: ``"mask"`` (``attention_mask`` bool ``[batch, 1, sequence, sequence]``, as given to
-    ``sdpa``, additive to ``eager``), ``"metadata"`` (the packed-metadata bundle, through
-    ``wiring.METADATA_ATTENTION``) or ``"thd"`` (``seq_lens`` / ``seq_lens_padded``, through
-    ``wiring.THD_ATTENTION``). ``model``: the positions the route's model reads
-    (``models.position_kind``); on ``"mrope"`` positions ``[3, batch, sequence]`` are numbered as
-    a processor does (``mrope_positions``), then, under ``xdoc``, go through
-    ``enable_xdoc_attention``, whose ids give the block-causal mask. ``reads``: the keys the
-    model consumes.
-    """
-
-    name: str
-    summary: str
-    requires: tuple[str, ...]
-    clauses: tuple[str, ...]
-    feed: str
-    reads: tuple[str, ...]
-    contract: Contract = Contract()
-    output_format: str = "batched"
-    xdoc: bool = False
-    mask_segment_starts: bool = False
-    ignore_index: int = -100
-    unpacked: bool = False
-    model: str = "rope"  # the positions the route's model reads: "rope", "mrope", "absolute" (models.position_kind)
-    # a mask route also under eager (its additive mask); the wiring is the same on every mask
-    # route, so the suite runs it on two (check-model runs the implementations a user names)
-    eager: bool = False
-
-    @property
-    def mrope(self) -> bool:
-        """Positions ``[3, batch, sequence]`` numbered as a processor does, for an mRoPE model."""
-        return self.model == "mrope"
-
-    @property
-    def implementations(self) -> tuple[str, ...]:
-        """The attention implementations the route runs under on the CPU."""
-        return {
-            "mask": ("sdpa", "eager") if self.eager else ("sdpa",),
-            "metadata": (wiring.METADATA_ATTENTION,),
-            "thd": (wiring.THD_ATTENTION,),
-        }[self.feed]
-
-
-_MASK_READS = ("input_ids", "position_ids", "attention_mask", "labels")
-_METADATA_READS = ("input_ids", "position_ids", "packed_token_indices", "cu_seqlens", "max_seqlen", "labels")
-_THD_READS = ("input_ids", "position_ids", "seq_lens", "seq_lens_padded", "labels")
-
-ROUTES: tuple[Route, ...] = (
-    Route(
-        "block_causal",
-        "batched, block-causal attention_mask",
-        ("convert_text_batch",),
-        ("ctb-shift", "ctb-positions", "ctb-padding-labels", "ctb-cross-document-targets", "batched-block-causal"),
-        "mask",
-        _MASK_READS,
-        eager=True,
-    ),
-    Route(
-        "metadata",
-        "batched, document_ids mask + packed-metadata bundle, mask_segment_starts, ignore_index -1",
-        ("convert_text_batch",),
-        (
-            "ctb-shift",
-            "ctb-positions",
-            "ctb-padding-labels",
-            "ctb-segment-starts",
-            "ctb-ignore-index",
-            "batched-metadata",
-        ),
-        "metadata",
-        _METADATA_READS,
-        Contract("document_ids", True),
-        mask_segment_starts=True,
-        ignore_index=-1,
-    ),
-    Route(
-        "thd",
-        'output_format="thd", seq_lens / seq_lens_padded',
-        ("convert_text_batch", "thd"),
-        ("ctb-shift", "ctb-positions", "ctb-padding-labels", "thd-lengths"),
-        "thd",
-        _THD_READS,
-        output_format="thd",
-    ),
-    Route(
-        "xdoc",
-        "xdoc, block-causal attention_mask, mask_segment_starts (original boundaries)",
-        ("convert_text_batch", "xdoc"),
-        (
-            "ctb-xdoc",
-            "ctb-selected-ids",
-            "xdoc-positions",
-            "xdoc-attention-ids",
-            "batched-block-causal",
-            "ctb-segment-starts",
-        ),
-        "mask",
-        _MASK_READS,
-        xdoc=True,
-        mask_segment_starts=True,
-    ),
-    Route(
-        "xdoc_metadata",
-        "xdoc, packed-metadata bundle (row-long spans)",
-        ("convert_text_batch", "xdoc"),
-        ("ctb-xdoc", "ctb-selected-ids", "xdoc-positions", "batched-metadata"),
-        "metadata",
-        _METADATA_READS,
-        Contract("block_causal", True),
-        xdoc=True,
-    ),
-    Route(
-        "mrope",
-        "3-axis positions (Qwen2-VL text model), block-causal attention_mask",
-        ("convert_text_batch",),
-        ("ctb-shift", "ctb-padding-labels", "batched-block-causal"),
-        "mask",
-        ("input_ids", "attention_mask", "labels"),
-        model="mrope",
-    ),
-    Route(
-        "absolute_positions",
-        "learned absolute position embeddings (GPT-2), block-causal attention_mask",
-        ("convert_text_batch",),
-        ("ctb-shift", "ctb-positions", "ctb-padding-labels", "batched-block-causal"),
-        "mask",
-        _MASK_READS,
-        model="absolute",
-        eager=True,
-    ),
-    Route(
-        "mrope_xdoc",
-        "3-axis positions through enable_xdoc_attention, block-causal mask of its ids",
-        ("convert_text_batch", "xdoc"),
-        ("xdoc-positions", "xdoc-attention-ids", "ctb-shift"),
-        "mask",
-        ("input_ids", "position_ids", "attention_document_ids", "labels"),
-        xdoc=True,
-        model="mrope",
-    ),
-    Route(
-        "unpacked",
-        "pad_to_length, block-causal attention_mask",
-        ("convert_text_batch", "unpacked"),
-        ("unpacked-padding", "unpacked-same-route", "batched-block-causal", "ctb-padding-labels", "ctb-shift"),
-        "mask",
-        _MASK_READS,
-        unpacked=True,
-    ),
-    Route(
-        "unpacked_thd",
-        'pad_to_length, output_format="thd"',
-        ("convert_text_batch", "thd", "unpacked"),
-        ("unpacked-padding", "unpacked-same-route", "thd-lengths", "ctb-padding-labels"),
-        "thd",
-        _THD_READS,
-        output_format="thd",
-        unpacked=True,
-    ),
-)
-
-
-def route_batches(route: Route) -> tuple[ModelBatch, ...]:
-    """The input batches of ``route``: unpacked records for the unpacked routes, packed rows
-    otherwise (``data.py``)."""
-    return unpacked_batches() if route.unpacked else packed_batches()
-
-
-@dataclass(frozen=True)
-class Document:
-    """One document of a row as the model must see it: the row's input tokens ``start .. stop``
-    (``stop <= S``), and ``targets[k]`` the token input ``start + k`` must predict, or ``None``
-    when its label must be ``ignore_index``. ``pieces``: its mRoPE layout (``mrope_positions``)."""
-
-    row: int
-    start: int
-    stop: int
-    tokens: tuple[int, ...]
-    targets: tuple[int | None, ...]
-    pieces: tuple[tuple[int, ...], ...] = ()
-
-    @property
-    def span(self) -> str:
-        return f"tokens {self.start}..{self.stop - 1}"
-
-
-def _pieces(length: int) -> tuple[tuple[int, ...], ...]:
-    """A document's mRoPE layout: text, one ``IMAGE_GRID`` block at ``IMAGE_AT`` when it fits,
-    text; ``(n,)`` is n text tokens, ``(t, h, w)`` an image block."""
-    grid = math.prod(IMAGE_GRID)
-    if length < IMAGE_AT + grid:
-        return ((length,),)
-    rest = length - IMAGE_AT - grid
-    return ((IMAGE_AT,), IMAGE_GRID, *(((rest,),) if rest else ()))
-
-
-def mrope_positions(pieces: Sequence[tuple[int, ...]]) -> torch.Tensor:
-    """3-axis positions int64 ``[3, tokens]`` of a sequence laid out as ``pieces``, numbered as a
-    Qwen2-VL processor numbers one sequence: text tokens take the same position on every axis,
-    one more than the largest position so far; an image block ``(t, h, w)`` takes, from the
-    next start ``p``, ``(p + ti, p + hi, p + wi)`` over its grid in ``t, h, w`` order."""
-    columns, next_start = [], 0
-    for piece in pieces:
-        if len(piece) == 1:
-            steps = torch.arange(piece[0]) + next_start
-            columns.append(steps.expand(3, -1))
-        else:
-            t, h, w = piece
-            ti, hi, wi = torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij")
-            columns.append(torch.stack([ti.flatten(), hi.flatten(), wi.flatten()]) + next_start)
-        if columns[-1].numel():
-            next_start = int(columns[-1].max()) + 1
-    return torch.cat(columns, dim=1) if columns else torch.zeros(3, 0, dtype=torch.int64)
-
-
-def _padded_rows(model_batch: ModelBatch) -> list[Row]:
-    """The batch's unshifted rows, after the unpacked route's padding when it has one (the
-    appended pads join the padding [unpacked-padding])."""
-    rows = rows_of(model_batch.sample_batch)
-    if model_batch.pad_to_length is None:
-        return rows
-    return [unpacked_row(row, model_batch.pad_to_length, model_batch.pad_token_id) for row in rows]
-
-
-def documents(rows: Sequence[Row], *, xdoc: bool, mask_segment_starts: bool) -> list[Document]:
-    """The documents of ``rows`` (unshifted, after any padding), from their tokens, positions
-    and padding alone: each subdocument (a run from a position-0 token, [ctb-boundaries-from-zeros])
-    of the real tokens, or under ``xdoc`` each row's real tokens as one. Targets are the next
-    unshifted tokens while they are real, ``None`` at padding and, with ``mask_segment_starts``,
-    at a target that starts a subdocument.
-
-    Raises:
-        ValueError: a subdocument's positions are not ``0, 1, ...`` (the check compares with a
-            document run at those positions; the corpus always has them).
-    """
-    out = []
-    for b, row in enumerate(rows):
-        positions = row_positions(row)
-        length, real = len(row.tokens), len(row.tokens) - (row.padding_length or 0)
-        sequence = length - 1
-        starts = [i for i in range(real) if positions[i] == 0]
-        bounds = [(0, real)] if xdoc else list(zip(starts, [*starts[1:], real]))
-        for start, end in bounds:
-            if not xdoc and list(positions[start:end]) != list(range(end - start)):
-                raise ValueError(f"row {b}: the subdocument at {start} has positions {positions[start:end]}")
-            stop = min(end, sequence)
-            if stop <= start:
-                continue  # a one-token document that ends the row is only a target
-            targets = []
-            for i in range(start, stop):
-                target_real = i + 1 < real
-                masked_start = mask_segment_starts and target_real and positions[i + 1] == 0
-                targets.append(row.tokens[i + 1] if target_real and not masked_start else None)
-            # its mRoPE layout: its own, or under xdoc the row's subdocuments' one after another
-            parts = zip(starts, [*starts[1:], real]) if xdoc else [(start, end)]
-            pieces = tuple(p for s, e in parts for p in _pieces(e - s))
-            out.append(Document(b, start, stop, tuple(row.tokens[start:stop]), tuple(targets), pieces))
-    return out
 
 
 @dataclass(frozen=True)
@@ -387,7 +93,7 @@ class Mismatch:
         return f"route {self.route} ({self.implementation}), {self.batch}: {where}: {self.quantity}: {size}{detail}{blamed}"
 
 
-def _convert(impl: Any, route: Route, model_batch: ModelBatch) -> tuple[dict, torch.Tensor | None]:
+def convert_route(impl: Any, route: Route, model_batch: ModelBatch) -> tuple[dict, torch.Tensor | None]:
     """``(batch, before)``: ``impl.convert_text_batch`` of the batch with the route's options
     (and, on the mRoPE routes, the 3-axis positions and ``impl.enable_xdoc_attention``);
     ``before``: on the mRoPE xdoc route, the positions ``enable_xdoc_attention`` was given."""
@@ -405,7 +111,7 @@ def _convert(impl: Any, route: Route, model_batch: ModelBatch) -> tuple[dict, to
     before = None
     if route.mrope:
         out = dict(out)
-        out["position_ids"] = _mrope_batch_positions(out["position_ids"], _padded_rows(model_batch))
+        out["position_ids"] = _mrope_batch_positions(out["position_ids"], padded_rows(model_batch))
         if route.xdoc:
             before = out["position_ids"]
             out = dict(impl.enable_xdoc_attention(out, contract))
@@ -485,7 +191,7 @@ def _target_tensor(doc: Document) -> tuple[torch.Tensor, torch.Tensor]:
     return trained, targets
 
 
-def _evaluate(
+def evaluate(
     model: Model,
     route: Route,
     implementation: str,
@@ -534,7 +240,7 @@ def _evaluate(
         allowed = tolerance * max(1.0, float(logits.detach().abs().max()))
         if exact is not None:  # the rounding of the low precision itself, times NOISE_FACTOR
             allowed = max(allowed, NOISE_FACTOR * float((logits.detach().double() - exact[k][0]).abs().max()))
-        largest = _worse(largest, diff / max(1.0, float(logits.detach().abs().max())))
+        largest = worse(largest, diff / max(1.0, float(logits.detach().abs().max())))
         if not diff <= allowed:  # NaN fails too
             miss("logits", doc.row, doc.span, diff, allowed)
         trained, targets = _target_tensor(doc)
@@ -573,10 +279,10 @@ def _evaluate(
     for (name, _), g_packed, g_alone in zip(_named_parameters(model), packed_grads, alone_grads):
         g_packed = torch.zeros(()) if g_packed is None else g_packed
         g_alone = torch.zeros(()) if g_alone is None else g_alone
-        scale = _worse(scale, float(g_alone.abs().max()))
+        scale = worse(scale, float(g_alone.abs().max()))
         diff = float((g_packed - g_alone).abs().max())
         if math.isnan(diff) or diff > worst:
-            worst, where = _worse(worst, diff), name
+            worst, where = worse(worst, diff), name
         if math.isnan(worst):
             break
     allowed = tolerance * max(1.0, scale)
@@ -632,174 +338,6 @@ def _parameters(model: Model) -> list[torch.nn.Parameter]:
     return [p for _, p in _named_parameters(model)]
 
 
-def _differs(a: Any, b: Any) -> bool:
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape != b.shape or a.dtype != b.dtype or not torch.equal(a.cpu(), b.cpu())
-    return a != b
-
-
-def _key_clauses(route: Route, key: str, got: Any, want: Any, model_batch: ModelBatch) -> tuple[str, ...]:
-    """The clauses a wrong ``key`` breaks on ``route``."""
-    if route.mrope and route.xdoc and key in ("position_ids", "attention_document_ids"):
-        return OUTPUT_CLAUSES["enable_xdoc_attention"][key]
-    if key == "labels" and isinstance(got, torch.Tensor) and got.shape == want.shape:
-        targets = label_targets(
-            rows_of(model_batch.sample_batch), route.ignore_index, route.mask_segment_starts, model_batch.pad_to_length
-        )
-        return label_clauses(got, want, targets)
-    conditions = [c for c, on in (("xdoc", route.xdoc), ("unpacked", route.unpacked)) if on]
-    return field_clauses(key, want, route.clauses, conditions) or route.clauses
-
-
-def _derived(route: Route, key: str, batch: Mapping[str, Any], before: torch.Tensor | None) -> tuple[str, Any] | None:
-    """``(source, value)``: the key ``key`` is built from in ``batch`` and the value SPEC builds
-    from the batch's own ``source`` (the reference's functions), or ``None`` when ``key`` is
-    not built from another key here. ``before``: under xdoc, the positions before
-    ``enable_xdoc_attention`` (xdoc positions are built from them and ``document_ids``)."""
-    ids = batch.get("attention_document_ids")
-    if key == "attention_mask" and isinstance(ids, torch.Tensor):
-        mask = batch[key]
-        return "attention_document_ids", reference.block_causal_mask(ids) if mask.dtype == torch.bool else ids
-    if key in ("packed_token_indices", "cu_seqlens", "max_seqlen") and isinstance(ids, torch.Tensor):
-        return "attention_document_ids", reference.build_packed_sequence_metadata(ids)[key]
-    if key in ("seq_lens", "seq_lens_padded") and isinstance(ids, torch.Tensor):
-        return "attention_document_ids", reference.convert_batch_output({"attention_document_ids": ids}, "thd")[key]
-    doc_ids = batch.get("document_ids")
-    if key == "attention_document_ids" and isinstance(doc_ids, torch.Tensor):
-        if not route.xdoc:
-            return "document_ids", doc_ids
-        joined = reference.enable_xdoc_attention(
-            {"document_ids": doc_ids, "attention_document_ids": doc_ids, "position_ids": torch.zeros_like(doc_ids)},
-            route.contract,
-        )
-        return "document_ids", joined["attention_document_ids"]
-    if key == "position_ids" and route.xdoc and isinstance(doc_ids, torch.Tensor) and before is not None:
-        joined = reference.enable_xdoc_attention(
-            {"document_ids": doc_ids, "attention_document_ids": doc_ids, "position_ids": before}, route.contract
-        )
-        return "document_ids", joined["position_ids"]
-    return None
-
-
-def _cause(
-    route: Route, key: str, batch: Mapping[str, Any], expected: Mapping[str, Any], before: torch.Tensor | None
-) -> str:
-    """The key a wrong ``key`` comes from: while ``key`` is what SPEC builds from the batch's
-    own source key and that source is itself wrong, the source (a bug in ``document_ids`` is
-    blamed on it, not on the mask built from it)."""
-    while key in batch and (found := _derived(route, key, batch, before)) is not None:
-        source, built = found
-        if (
-            _differs(batch[key], built)
-            or source not in expected
-            or source not in batch
-            or not _differs(batch[source], expected[source])
-        ):
-            break
-        key = source
-    return key
-
-
-def _before_xdoc(route: Route, model_batch: ModelBatch, backend_before: torch.Tensor | None) -> torch.Tensor | None:
-    """The positions xdoc translated: on the mRoPE xdoc route those the backend's
-    ``enable_xdoc_attention`` was given; on the text xdoc routes the correct unshifted ones
-    ([ctb-positions]: the reference's conversion with xdoc off)."""
-    if not route.xdoc:
-        return None
-    if route.mrope:
-        return backend_before
-    plain, _ = _convert(reference, replace(route, xdoc=False), model_batch)
-    return plain["position_ids"]
-
-
-def blame(
-    model: Model,
-    route: Route,
-    implementation: str,
-    model_batch: ModelBatch,
-    batch: Mapping[str, Any],
-    found: Sequence[Mismatch],
-    docs: Sequence[Document],
-    kernel: str,
-    backend_before: torch.Tensor | None = None,
-) -> list[Mismatch]:
-    """``found`` with clauses: for each key the route reads whose value differs from the
-    reference's, the batch is rerun with the reference's value of that key alone; the keys
-    whose substitution removes a mismatch explain it (a mismatch no single key explains: every
-    differing key). A key built from another wrong key of the batch is traced back to it
-    (``_cause``); the clauses are those of the keys found. A mismatch where no key differs
-    from the reference is blamed on the route's clauses (the contract itself)."""
-    expected, _ = _convert(reference, route, model_batch)
-    before = _before_xdoc(route, model_batch, backend_before)
-    # a key the route reads that the backend left out, or that differs from the reference's
-    differing = [k for k in route.reads if k in expected and (k not in batch or _differs(batch[k], expected[k]))]
-    broken = [m for m in found if m.quantity == "forward pass"]
-    if broken and not differing:
-        # the reference's own keys do not run: the model, the kernel or the machine, not the backend
-        raise SuiteError(f"the model check could not run (the keys equal the reference's): {broken[0]}")
-    explains: dict[tuple, list[str]] = {}
-    for key in differing:
-        fixed = dict(batch)
-        fixed[key] = expected[key]
-        remaining = {m.key() for m in _evaluate(model, route, implementation, model_batch, fixed, docs, kernel)[0]}
-        for m in found:
-            if m.key() not in remaining:
-                explains.setdefault(m.key(), []).append(key)
-    out = []
-    for m in found:
-        keys = dict.fromkeys(_cause(route, k, batch, expected, before) for k in explains.get(m.key()) or differing)
-        clauses = tuple(
-            dict.fromkeys(c for k in keys for c in _key_clauses(route, k, batch.get(k), expected.get(k), model_batch))
-        )
-        out.append(replace(m, clauses=clauses or route.clauses))
-    return out
-
-
-def _worse(a: float, b: float) -> float:
+def worse(a: float, b: float) -> float:
     """The larger of two differences, NaN when either is."""
     return math.nan if math.isnan(a) or math.isnan(b) else max(a, b)
-
-
-@dataclass(frozen=True)
-class RouteResult:
-    """What ``check_route`` found: the blamed ``mismatches`` (empty: equivalent) and the
-    ``largest`` logit difference of any document, relative to its scale (``max(1, max |logit|)``;
-    NaN when a forward pass failed)."""
-
-    mismatches: tuple[Mismatch, ...]
-    largest: float
-
-    @property
-    def equivalent(self) -> bool:
-        return not self.mismatches
-
-
-def check_route(
-    backend: Any,
-    route: Route,
-    model: Model,
-    implementation: str,
-    *,
-    batches: Sequence[ModelBatch] | None = None,
-    kernel: str = "emulated",
-) -> RouteResult:
-    """``backend``'s batches on ``route`` under ``implementation`` against their documents
-    alone: every blamed ``Mismatch`` and the largest difference. ``batches``: default
-    ``route_batches(route)``; ``kernel``: the varlen kernel (``wiring.KERNELS``).
-
-    Raises:
-        SuiteError: the forward pass fails on keys that equal the reference's (the model, the
-            kernel or the machine cannot run the check; no clause is blamed).
-    """
-    wiring.register_attention()
-    found: list[Mismatch] = []
-    largest = 0.0
-    for model_batch in route_batches(route) if batches is None else batches:
-        rows = _padded_rows(model_batch)
-        docs = documents(rows, xdoc=route.xdoc, mask_segment_starts=route.mask_segment_starts)
-        batch, before = _convert(backend, route, model_batch)
-        here, worst = _evaluate(model, route, implementation, model_batch, batch, docs, kernel)
-        largest = _worse(largest, worst)
-        if here:
-            found.extend(blame(model, route, implementation, model_batch, batch, here, docs, kernel, before))
-    return RouteResult(tuple(found), largest)
