@@ -70,7 +70,8 @@ def _arguments(argv: list[str], root: Path) -> list[str]:
 def default_workers() -> int:
     """pytest-xdist workers of a run that does not choose: 2 where this process may use 2 cores
     or more, else 1. Two, not one per core: the multi-rank scenarios start 4 rank processes per
-    job, and ``--dist=loadgroup`` puts each launcher's scenarios in one worker (plugin.py)."""
+    job, and ``--dist=loadgroup`` puts each launcher's scenarios in one worker
+    (conformance/multirank/launchers.py)."""
     return 2 if len(os.sched_getaffinity(0)) >= 2 else 1
 
 

@@ -177,7 +177,10 @@ def test_an_exception_a_contract_function_raised_is_blamed_on_the_clause_listing
 def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
     for value, words in (("foo", "unknown launcher(s) ['foo']"), ("torch,", "empty launcher name")):
         run = run_conformance(
-            tmp_path / value.strip(","), "conformance/test_multirank.py", "--backend=reference", f"--launcher={value}"
+            tmp_path / value.strip(","),
+            "conformance/test_checkpoint_ranks.py",
+            "--backend=reference",
+            f"--launcher={value}",
         )
         assert run.returncode == 4, run.output[-2000:]
         assert words in run.output and "choose from ['mpiexec', 'torch']" in run.output
@@ -185,7 +188,7 @@ def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
 
 def test_a_module_name_is_a_backend_and_multirank_tests_need_their_capability(tmp_path):
     run = run_conformance(
-        tmp_path, "conformance/test_multirank.py", "--backend=partial_backend", "-rs", env=PARTIAL_BACKEND_ENV
+        tmp_path, "conformance/test_checkpoint_ranks.py", "--backend=partial_backend", "-rs", env=PARTIAL_BACKEND_ENV
     )
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend version=unknown" in run.output
@@ -206,7 +209,7 @@ def test_a_backend_of_another_major_spec_version_is_refused_before_any_test_runs
         "future_backend",
         "from batchspec.reference import *\nfrom batchspec.reference import BATCHSPEC_CAPABILITIES\nBATCHSPEC_SPEC_VERSION = '2.0'\n",
     )
-    run = run_conformance(tmp_path, "conformance/test_output_formats.py", "--backend=future_backend", env=env)
+    run = run_conformance(tmp_path, "conformance/test_output.py", "--backend=future_backend", env=env)
     assert run.returncode == 4, run.output[-2000:]  # pytest's usage error: nothing was collected or run
     assert not run.testcases
     assert f"targets SPEC 2.0, but this suite checks SPEC {spec_version()}" in run.output, run.output[-2000:]

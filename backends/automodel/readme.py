@@ -92,7 +92,7 @@ def render(report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTE
     if not_run:
         lines.append("")
         lines.append(
-            f"Not run ({len(not_run)}; no test of the run cites them, `conformance/test_multirank.py` is left out): "
+            f"Not run ({len(not_run)}; no test of the run cites them, `conformance/test_checkpoint_ranks.py` is left out): "
             + ", ".join(f"`{c}`" for c in not_run)
             + "."
         )
