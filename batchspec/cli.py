@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from batchspec.conformance.golden.layout import on_disk
+from batchspec.conformance.package_data import on_disk
 
 __all__ = ["main", "suite_root", "version_line"]
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import settings
 
 from batchspec.conformance.backends import Backend
-from batchspec.conformance.golden.layout import INDEX
-from batchspec.conformance.golden.layout import ROOT as GOLDEN_ROOT
+from batchspec.conformance.package_data import INDEX
+from batchspec.conformance.package_data import ROOT as GOLDEN_ROOT
 from batchspec.conformance.spec import spec_clauses, spec_profiles, spec_version
 from batchspec.conformance.verdict import build_report, dumps, render_markdown
 

@@ -14,7 +14,7 @@ in the received mapping and left untouched, and nothing returned shares storage 
 share it even when their elements do not overlap.
 
 Inputs are written by hand or, where a golden case holds them, read from that stored case
-(``batchspec.conformance.helpers.stored``); the code under test is reached only through the ``backend`` fixture.
+(``batchspec.conformance.golden.stored``); the code under test is reached only through the ``backend`` fixture.
 """
 
 from __future__ import annotations
@@ -26,18 +26,19 @@ import numpy as np
 import pytest
 import torch
 
+from batchspec.conformance.golden.stored import EXAMPLE, stored_expected, stored_inputs, stored_rows
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
 from batchspec.conformance.helpers.inputs import (
     Contract,
+    Row,
     assert_batch_unchanged,
     batch_state,
     payload_form,
     sample_batch,
 )
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
-from batchspec.conformance.helpers.routes import CONVERT_CONFIGS, EXAMPLE_ROWS, call_convert
+from batchspec.conformance.helpers.routes import call_convert, convert_configs
 from batchspec.conformance.helpers.storage import shared_storage, tensors_in
-from batchspec.conformance.helpers.stored import EXAMPLE, stored_expected, stored_inputs
 
 
 def _available_devices() -> list[str]:
@@ -51,6 +52,11 @@ def _available_devices() -> list[str]:
 
 
 DEVICES = _available_devices()
+
+EXAMPLE_ROWS = stored_rows()  # worked example A's packed batch
+# worked example E's records, and one with padding already
+UNPACKED_ROWS = stored_rows("test_example_e_unpacked") + [Row((1, 2, 0), None, 1)]
+CONVERT_CONFIGS = convert_configs(EXAMPLE_ROWS, UNPACKED_ROWS)
 
 
 def _assert_on(device: torch.device | str, value: Any, *, call: str) -> None:

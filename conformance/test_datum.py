@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchspec.conformance.golden.inputs import build_datum
+from batchspec.conformance.golden.stored import stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import (
     ClauseFailure,
     assert_batch_equal,
@@ -37,7 +38,6 @@ from batchspec.conformance.helpers.datums import (
     expected_collation,
 )
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
-from batchspec.conformance.helpers.stored import stored_inputs, stored_options
 
 X = IGNORE_INDEX
 

@@ -11,8 +11,8 @@ import torch
 pytest.importorskip("transformers")
 
 from batchspec import reference  # noqa: E402
+from batchspec.conformance.golden.stored import stored_rows  # noqa: E402
 from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch  # noqa: E402
-from batchspec.conformance.helpers.stored import stored_rows  # noqa: E402
 from batchspec.conformance.model import wiring  # noqa: E402
 from batchspec.conformance.model.data import packed_batches  # noqa: E402
 from batchspec.conformance.model.documents import documents, mrope_positions  # noqa: E402

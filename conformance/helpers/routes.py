@@ -1,12 +1,13 @@
 """Every output route of ``convert_text_batch`` (both formats, both mask types with and without
-metadata, xdoc off and on, packed rows and the unpacked route) on the stored worked examples
-A and E, as pytest parameters (``CONVERT_CONFIGS``, each marked with the capabilities it
-requires), and ``call_convert``, the backend's ``convert_text_batch`` on one of them. Used by
-conformance/test_batch_fields.py's [tb-device] and [tb-no-aliasing] checks."""
+metadata, xdoc off and on, packed rows and the unpacked route) over given rows, as pytest
+parameters (``convert_configs``, each marked with the capabilities it requires), and
+``call_convert``, the backend's ``convert_text_batch`` on one of them. Used by
+conformance/test_batch_fields.py's [tb-device] and [tb-no-aliasing] checks, over the stored
+worked examples A and E."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import product
 from typing import Any
 
@@ -14,18 +15,15 @@ import pytest
 
 from batchspec.conformance.helpers.inputs import Contract, Row, describe_rows, payload_form, sample_batch
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
-from batchspec.conformance.helpers.stored import stored_rows
 
-__all__ = ["CONVERT_CONFIGS", "EXAMPLE_ROWS", "UNPACKED_ROWS", "call_convert"]
-
-EXAMPLE_ROWS = stored_rows()  # worked example A's packed batch
-# worked example E's records, and one with padding already
-UNPACKED_ROWS = stored_rows("test_example_e_unpacked") + [Row((1, 2, 0), None, 1)]
+__all__ = ["call_convert", "convert_configs"]
 
 
-def convert_configs() -> list:
+def convert_configs(packed_rows: Sequence[Row], unpacked_rows: Sequence[Row]) -> list:
     """Every output route of convert_text_batch: both formats, both mask types with and without
-    metadata, xdoc off and on, packed rows and the unpacked route."""
+    metadata, xdoc off and on, ``packed_rows`` and the unpacked route over ``unpacked_rows``
+    (``pad_to_length=6``, ``pad_token_id=0``), as pytest parameters marked with the
+    capabilities each requires."""
     params = []
     for route, output_format, xdoc in product(("packed", "unpacked"), ("batched", "thd"), (False, True)):
         contracts = (
@@ -49,15 +47,12 @@ def convert_configs() -> list:
                 contract=contract,
                 xdoc=xdoc,
                 output_format=output_format,
-                rows=UNPACKED_ROWS if route == "unpacked" else EXAMPLE_ROWS,
+                rows=list(unpacked_rows if route == "unpacked" else packed_rows),
                 pad_to_length=6 if route == "unpacked" else None,
                 pad_token_id=0 if route == "unpacked" else None,
             )
             params.append(pytest.param(options, id=name, marks=pytest.mark.requires(*needs)))
     return params
-
-
-CONVERT_CONFIGS = convert_configs()
 
 
 def call_convert(backend, options: Mapping[str, Any], form: str = "lists", batch=None):
