@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from batchspec.conformance.golden.layout import on_disk
+from batchspec.conformance.package_data import on_disk
 
 __all__ = ["main", "suite_root", "version_line"]
 
@@ -70,14 +70,15 @@ def _arguments(argv: list[str], root: Path) -> list[str]:
 def default_workers() -> int:
     """pytest-xdist workers of a run that does not choose: 2 where this process may use 2 cores
     or more, else 1. Two, not one per core: the multi-rank scenarios start 4 rank processes per
-    job, and ``--dist=loadgroup`` puts each launcher's scenarios in one worker (plugin.py)."""
+    job, and ``--dist=loadgroup`` puts each launcher's scenarios in one worker
+    (conformance/multirank/launchers.py)."""
     return 2 if len(os.sched_getaffinity(0)) >= 2 else 1
 
 
 def version_line() -> str:
     """What ``batchspec --version`` prints first (pytest's version follows): the suite's version
     and the SPEC version it checks."""
-    from batchspec.conformance.plugin import suite_version
+    from batchspec.conformance.report import suite_version
     from batchspec.conformance.spec import spec_version
 
     return f"batchspec {suite_version()}: conformance suite for SPEC {spec_version()}"

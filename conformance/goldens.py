@@ -30,10 +30,10 @@ from batchspec.conformance.golden.build import build_files
 from batchspec.conformance.golden.commands import check, main, regenerate
 from batchspec.conformance.golden.discovery import all_cases
 from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.golden.layout import ROOT, SPEC
 from batchspec.conformance.golden.render import render_case, render_spec
 from batchspec.conformance.golden.runner import run_stored_case
 from batchspec.conformance.golden.store import StoredCase, load_all, load_case
+from batchspec.conformance.package_data import ROOT, SPEC
 
 __all__ = [
     "ROOT",

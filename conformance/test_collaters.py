@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import torch
 
+from batchspec.conformance.golden.stored import stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_keys, assert_raises, check
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
 from batchspec.conformance.helpers.storage import input_state, state_changes
-from batchspec.conformance.helpers.stored import stored_inputs, stored_options
 
 # --- default_collater ---------------------------------------------------------------------------
 

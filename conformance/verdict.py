@@ -1,6 +1,6 @@
 """From test results to clause statuses, the release verdict and the run's report.
 
-The plugin (``conformance/plugin.py``) turns every test's result into a *record* (a plain
+The plugin turns every test's result into a *record* (``conformance/records.py``; a plain
 dict, so it survives pytest-xdist's transport from the worker processes):
 
 - ``nodeid``; ``cited``: the clause ids the test cites;

@@ -5,7 +5,7 @@ branch explained (issue 15, item 4); writes ``docs/coverage.md``.
 
 It runs, in a subprocess, ``python -m coverage run --branch --source=<the installed
 batchspec/reference package> -m pytest conformance --backend=reference -p no:cacheprovider -q
---ignore=conformance/test_multirank.py``. The multi-rank scenarios are left out: their rank
+--ignore=conformance/test_checkpoint_ranks.py``. The multi-rank scenarios are left out: their rank
 processes (mpiexec) import the reference on their own, outside this process, so coverage would
 not see them, and what they reach is explained below instead. ``--data FILE`` reads an existing
 coverage data file instead of running the suite (about six minutes under coverage).
@@ -45,7 +45,7 @@ CATEGORIES = {
     "unreachable": "unreachable defensive code: no input the callers can build reaches it",
     "out-of-contract": "reached only by input outside the contract, which SPEC leaves unchecked",
     "cuda": "reached only when tensors live off the CPU (--device=cuda)",
-    "multirank": "reached only by the multi-rank scenarios (conformance/test_multirank.py)",
+    "multirank": "reached only by the multi-rank scenarios (conformance/test_checkpoint_ranks.py)",
     "gap": "a real gap in the suite: SPEC requires the behaviour and no check exercises it",
 }
 # key -> (category, why the conformance run never takes it).
@@ -107,7 +107,7 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     "loader.py:ZephonDataLoader.state_dict:except RuntimeError as error:": (
         "multirank",
         "[state-collective-timeout]: only a rank whose peer never calls `state_dict()` makes Zephon's collective "
-        "checkpoint time out; test_multirank.py's TP-peer timeout scenario does that in rank processes outside "
+        "checkpoint time out; test_checkpoint_ranks.py's TP-peer timeout scenario does that in rank processes outside "
         "this run. The re-raise of any other `RuntimeError` is defensive: nothing makes `checkpoint()` fail "
         "otherwise.",
     ),
@@ -146,7 +146,7 @@ def run_suite(source: Path, data_file: Path) -> tuple[int, str, float]:
         "-p",
         "no:cacheprovider",
         "-q",
-        "--ignore=conformance/test_multirank.py",
+        "--ignore=conformance/test_checkpoint_ranks.py",
     ]
     start = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -311,7 +311,7 @@ def render(rows: list[tuple[str, dict]], items: list[Item], run: str, command: s
         "",
         run,
         "",
-        "The multi-rank scenarios (`conformance/test_multirank.py`) are left out: their rank processes "
+        "The multi-rank scenarios (`conformance/test_checkpoint_ranks.py`) are left out: their rank processes "
         "import the reference on their own, outside the measured process. What only they reach is "
         "marked `multirank` below.",
         "",
@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     source_dir = package_dir()
     command = (
         f"python -m coverage run --branch --source=<{source_dir.name} package dir> -m pytest conformance "
-        "--backend=reference -p no:cacheprovider -q --ignore=conformance/test_multirank.py"
+        "--backend=reference -p no:cacheprovider -q --ignore=conformance/test_checkpoint_ranks.py"
     )
     with tempfile.TemporaryDirectory() as tmp:
         data_file = (args.data or args.keep or Path(tmp) / ".coverage").resolve()

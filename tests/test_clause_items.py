@@ -38,7 +38,7 @@ def test_a_check_citing_only_the_clause_covers_none_of_its_items(citations):
         not name.endswith("::test_golden_case") for by_item in index.values() for n in by_item.values() for name in n
     )
     assert "golden:test_rejects_empty_batch" in index["ctb-input-errors"][2]
-    assert "conformance/test_convert_text_batch.py::test_not_a_sample_batch_is_rejected" in index["ctb-input-errors"][1]
+    assert "conformance/test_convert.py::test_not_a_sample_batch_is_rejected" in index["ctb-input-errors"][1]
 
 
 def test_a_planted_gap_is_reported(citations):

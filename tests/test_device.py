@@ -24,7 +24,7 @@ from batchspec.conformance.device import (
     sample_batch_to,
 )
 from batchspec.conformance.helpers.inputs import Row, payload_form, sample_batch
-from batchspec.conformance.plugin import _reproduce_command
+from batchspec.conformance.records import reproduce_command
 
 CPU, META = torch.device("cpu"), torch.device("meta")
 
@@ -85,7 +85,7 @@ def test_the_header_and_the_report_record_the_device(tmp_path):
 
 
 def _config(tmp_path, device: str = "cpu", command: bool = False, **options):
-    """What ``_reproduce_command`` reads of a pytest config."""
+    """What ``reproduce_command`` reads of a pytest config."""
     values = {"--batchspec-command": command, "--release": False, "--expectations": None, **options}
     return SimpleNamespace(
         _batchspec_backend=dataclasses.replace(load_backend("reference"), device=device),
@@ -96,13 +96,13 @@ def _config(tmp_path, device: str = "cpu", command: bool = False, **options):
 
 
 def test_the_reproduce_command_names_a_device_other_than_the_cpu(tmp_path):
-    assert "--device" not in _reproduce_command("t.py::x", _config(tmp_path))
-    assert _reproduce_command("t.py::x", _config(tmp_path, "cuda:1")).endswith("--backend=reference --device=cuda:1")
+    assert "--device" not in reproduce_command("t.py::x", _config(tmp_path))
+    assert reproduce_command("t.py::x", _config(tmp_path, "cuda:1")).endswith("--backend=reference --device=cuda:1")
 
 
 def test_under_the_batchspec_command_the_reproduce_command_is_that_command_with_the_run_options(tmp_path):
     config = _config(tmp_path, "cuda", command=True, **{"--release": True, "--expectations": "known failures.toml"})
-    assert _reproduce_command("conformance/t.py::x[a b]", config) == (
+    assert reproduce_command("conformance/t.py::x[a b]", config) == (
         "batchspec --backend=reference --device=cuda --release --expectations='known failures.toml' "
         "'conformance/t.py::x[a b]'"
     )

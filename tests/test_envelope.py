@@ -95,7 +95,7 @@ def test_the_layout_helpers_read_what_envelope_writes():
     assert with_version(VALID, 7)[8] == 7 and with_version(VALID, 7)[9:] == VALID[9:]
 
 
-# (corruptions, the first check they fail); the golden state cases and test_loader_state rely on these
+# (corruptions, the first check they fail); the golden state cases and test_checkpoint_validation rely on these
 EXPECTED = {
     "bad_magic": "bad magic",
     "foreign": "bad magic",

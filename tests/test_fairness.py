@@ -10,7 +10,7 @@ facts in reverse order). The suite must pass against it exactly as against the r
 a check that fails there pins wording, not behaviour.
 
 CI cost: one conformance run of about a minute. It runs with ``--launcher=torch`` and ``-k``
-selecting every test except those of ``conformance/test_multirank.py``, plus the one
+selecting every test except those of ``conformance/test_checkpoint_ranks.py``, plus the one
 multi-rank test that checks an error message: ``test_missing_tp_peer_fails_within_bound``
 (the missing-peer ``TimeoutError`` scenario, about 20 s under torch.distributed; its mpiexec
 variant is skipped by ``--launcher``). The other multi-rank tests (about 100 s per launcher)
@@ -36,7 +36,7 @@ from batchspec.conformance.helpers.pipelines import RecordingPipeline, index_pip
 
 BACKEND_DIR = ROOT / "tests" / "probe_backends"
 REWORDED_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BACKEND_DIR), str(ROOT)]))
-SELECTION = "not test_multirank.py or test_missing_tp_peer_fails_within_bound"
+SELECTION = "not test_checkpoint_ranks.py or test_missing_tp_peer_fails_within_bound"
 MIN_PASSED = 600  # the selection holds about 850 tests
 
 # Every clause that asks for an error; each must pass against the reworded backend.

@@ -155,10 +155,12 @@ def test_state_tests_and_goldens_pass_with_the_independent_fingerprint(tmp_path)
     against the backend with the independent fingerprint."""
     run = run_conformance(
         tmp_path,
-        "conformance/test_loader_state.py",
+        "conformance/test_checkpoint_resume.py",
+        "conformance/test_checkpoint_validation.py",
+        "conformance/test_checkpoint_fingerprint.py",
         "conformance/test_goldens.py",
         "-k",
-        "state",
+        "state or test_checkpoint",
         "--backend=canonical_fingerprint_backend",
         env=BACKEND_ENV,
     )

@@ -27,7 +27,7 @@ MIN_CASES = 150
 # golden cases of golden/cases/loader.py and golden/cases/loader_state.py; the multi-rank clauses (section 11)
 # need several rank processes and a launcher, which a stored case cannot provide.
 MULTIRANK_REASON = (
-    "needs real rank processes; conformance/test_multirank.py runs it under mpiexec and torch.distributed"
+    "needs real rank processes; conformance/test_checkpoint_ranks.py runs it under mpiexec and torch.distributed"
 )
 EXEMPT_CLAUSES: dict[str, str] = {
     "state-all-ranks-identical": MULTIRANK_REASON,
@@ -41,7 +41,7 @@ EXEMPT_CLAUSES: dict[str, str] = {
     "tb-no-aliasing": "storage sharing between live tensors; conformance tests compare storages",
     "tb-layout": "the memory layout of live tensors (a stored tensor is contiguous); conformance/test_layouts.py "
     "lays each input out",
-    "api-signatures": "a property of live callables (inspect.signature); conformance/test_signatures.py checks it",
+    "api-signatures": "a property of live callables (inspect.signature); conformance/test_contract_signatures.py checks it",
     "collaters-no-mutation": "mutation of the caller's live objects; conformance/test_collaters.py "
     "snapshots them around each call",
 }

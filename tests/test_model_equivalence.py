@@ -11,12 +11,14 @@ import torch
 pytest.importorskip("transformers")
 
 from batchspec import reference  # noqa: E402
+from batchspec.conformance.golden.stored import stored_rows  # noqa: E402
 from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch  # noqa: E402
-from batchspec.conformance.helpers.stored import stored_rows  # noqa: E402
 from batchspec.conformance.model import wiring  # noqa: E402
 from batchspec.conformance.model.data import packed_batches  # noqa: E402
-from batchspec.conformance.model.equivalence import ROUTES, check_route, documents, mrope_positions  # noqa: E402
+from batchspec.conformance.model.documents import documents, mrope_positions  # noqa: E402
+from batchspec.conformance.model.equivalence import check_route  # noqa: E402
 from batchspec.conformance.model.models import build_model, tiny_llama_config  # noqa: E402
+from batchspec.conformance.model.routes import ROUTES  # noqa: E402
 
 EXAMPLE_A = stored_rows()  # SPEC.md's worked example A, from its golden case
 

@@ -16,7 +16,8 @@ from batchspec import reference
 from batchspec.conformance.helpers.inputs import Contract, rows_of
 from batchspec.conformance.model import wiring
 from batchspec.conformance.model.data import packed_batches
-from batchspec.conformance.model.equivalence import TOLERANCES, alone_logits, documents, largest_difference
+from batchspec.conformance.model.documents import documents
+from batchspec.conformance.model.evaluation import TOLERANCES, alone_logits, largest_difference
 from batchspec.conformance.model.models import build_model, tiny_llama_config
 
 pytest.importorskip("transformers")

@@ -90,7 +90,7 @@ def test_the_suite_blames_the_signature_clause_of_a_planted_backend(tmp_path):
         encoding="utf-8",
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    run = run_conformance(tmp_path, "conformance/test_signatures.py", "--backend=positional_collate", env=env)
+    run = run_conformance(tmp_path, "conformance/test_contract_signatures.py", "--backend=positional_collate", env=env)
     assert run.returncode == 1, run.output[-3000:]
     statuses = {cid: row["status"] for cid, row in run.report["clauses"].items()}
     assert statuses["collate-keyword-only"] == "FAIL" and statuses["api-signatures"] == "FAIL", statuses

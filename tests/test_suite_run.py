@@ -13,9 +13,11 @@ import pytest
 from _suite import ROOT, run_conformance
 
 from batchspec import reference
+from batchspec.conformance.blame import blame_failure
 from batchspec.conformance.goldens import load_all
 from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError
-from batchspec.conformance.plugin import _blame, pytest_addoption, suite_version
+from batchspec.conformance.plugin import pytest_addoption
+from batchspec.conformance.report import suite_version
 from batchspec.conformance.spec import spec_clauses, spec_version
 
 # tests/probe_backends/partial_backend.py importable, with the repository behind it.
@@ -123,16 +125,19 @@ def test_a_failure_is_blamed_on_the_clauses_its_exception_carries():
     carried = ClauseFailure(
         "rank 1 resumed [[2]], but should continue with [[6]] [state-roundtrip]", "state-multirank-resume"
     )
-    assert _blame(carried, cited, known) == ("failed", ["state-multirank-resume"])
-    assert _blame(AssertionError("assert 0 != 0 [state-envelope]"), cited, known) == ("failed", cited)
-    assert _blame(ValueError("the backend raised"), cited, known) == ("failed", cited)
-    assert _blame(ClauseFailure("labels is on cpu", "tb-device"), cited, known) == ("failed", ["tb-device"])
-    assert _blame(SuiteError("rank 0 wrote no result"), cited, known) == ("suite error", [])
-    assert _blame(ClauseFailure("x", "no-such-clause"), cited, known) == ("suite error", [])
+    assert blame_failure(carried, cited, known) == ("failed", ["state-multirank-resume"])
+    assert blame_failure(AssertionError("assert 0 != 0 [state-envelope]"), cited, known) == ("failed", cited)
+    assert blame_failure(ValueError("the backend raised"), cited, known) == ("failed", cited)
+    assert blame_failure(ClauseFailure("labels is on cpu", "tb-device"), cited, known) == ("failed", ["tb-device"])
+    assert blame_failure(SuiteError("rank 0 wrote no result"), cited, known) == ("suite error", [])
+    assert blame_failure(ClauseFailure("x", "no-such-clause"), cited, known) == ("suite error", [])
     group = ExceptionGroup("two", [ClauseFailure("a", "state-envelope"), ClauseFailure("b", "state-roundtrip.1")])
-    assert _blame(group, cited, known) == ("failed", ["state-envelope", "state-roundtrip"])
+    assert blame_failure(group, cited, known) == ("failed", ["state-envelope", "state-roundtrip"])
     mixed = ExceptionGroup("two", [ClauseFailure("a", "state-envelope"), KeyError("k")])
-    assert _blame(mixed, cited, known) == ("failed", ["state-envelope", *[c for c in cited if c != "state-envelope"]])
+    assert blame_failure(mixed, cited, known) == (
+        "failed",
+        ["state-envelope", *[c for c in cited if c != "state-envelope"]],
+    )
 
 
 def test_an_exception_a_contract_function_raised_is_blamed_on_the_clause_listing_its_faults():
@@ -161,18 +166,21 @@ def test_an_exception_a_contract_function_raised_is_blamed_on_the_clause_listing
             errors[name] = error
     assert raised_in(errors["get_unpad_data"]) == "get_unpad_data"
     assert "[unpad-errors]" in "".join(errors["get_unpad_data"].__notes__)
-    assert _blame(errors["get_unpad_data"], cited, known) == ("failed", ["unpad-errors"])
-    assert _blame(errors["build_packed_sequence_metadata"], cited, known) == ("failed", ["meta-errors"])
+    assert blame_failure(errors["get_unpad_data"], cited, known) == ("failed", ["unpad-errors"])
+    assert blame_failure(errors["build_packed_sequence_metadata"], cited, known) == ("failed", ["meta-errors"])
     group = ExceptionGroup("two", [errors["get_unpad_data"], ClauseFailure("a", "unpad-outputs")])
-    assert _blame(group, cited, known) == ("failed", ["unpad-errors", "unpad-outputs"])
-    assert _blame(RuntimeError("raised by the suite"), cited, known) == ("failed", cited)
+    assert blame_failure(group, cited, known) == ("failed", ["unpad-errors", "unpad-outputs"])
+    assert blame_failure(RuntimeError("raised by the suite"), cited, known) == ("failed", cited)
     assert backend.get_unpad_data.__wrapped__ is get_unpad_data  # signatures stay inspectable
 
 
 def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
     for value, words in (("foo", "unknown launcher(s) ['foo']"), ("torch,", "empty launcher name")):
         run = run_conformance(
-            tmp_path / value.strip(","), "conformance/test_multirank.py", "--backend=reference", f"--launcher={value}"
+            tmp_path / value.strip(","),
+            "conformance/test_checkpoint_ranks.py",
+            "--backend=reference",
+            f"--launcher={value}",
         )
         assert run.returncode == 4, run.output[-2000:]
         assert words in run.output and "choose from ['mpiexec', 'torch']" in run.output
@@ -180,7 +188,7 @@ def test_a_bad_launcher_stops_the_run_with_a_usage_error(tmp_path):
 
 def test_a_module_name_is_a_backend_and_multirank_tests_need_their_capability(tmp_path):
     run = run_conformance(
-        tmp_path, "conformance/test_multirank.py", "--backend=partial_backend", "-rs", env=PARTIAL_BACKEND_ENV
+        tmp_path, "conformance/test_checkpoint_ranks.py", "--backend=partial_backend", "-rs", env=PARTIAL_BACKEND_ENV
     )
     assert run.returncode == 0, run.output[-3000:]
     assert "backend=partial_backend version=unknown" in run.output
@@ -201,7 +209,7 @@ def test_a_backend_of_another_major_spec_version_is_refused_before_any_test_runs
         "future_backend",
         "from batchspec.reference import *\nfrom batchspec.reference import BATCHSPEC_CAPABILITIES\nBATCHSPEC_SPEC_VERSION = '2.0'\n",
     )
-    run = run_conformance(tmp_path, "conformance/test_output_formats.py", "--backend=future_backend", env=env)
+    run = run_conformance(tmp_path, "conformance/test_output.py", "--backend=future_backend", env=env)
     assert run.returncode == 4, run.output[-2000:]  # pytest's usage error: nothing was collected or run
     assert not run.testcases
     assert f"targets SPEC 2.0, but this suite checks SPEC {spec_version()}" in run.output, run.output[-2000:]

@@ -8,7 +8,7 @@ Where upstream raises, the reference must raise the same exception type with the
 message. Outputs only: upstream's input mutation (decision D-6) is checked separately, at the
 end of this file, as a deliberate deviation.
 
-Upstream is imported by ``bench/upstream.py``; install it with
+Upstream is imported by ``backends/automodel/upstream.py``; install it with
 ``.venv/bin/pip install --no-deps nemo-automodel==0.7.0``. Without it the module is skipped.
 """
 
@@ -27,10 +27,11 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from batchspec import reference
-from batchspec.bench.upstream import load_upstream
 from batchspec.conformance.helpers.literals import PAD_TOKEN_IDS_KEY
 
-try:
+try:  # importing the loader imports the automodel backend, which loads upstream
+    from batchspec.backends.automodel.upstream import load_upstream
+
     UPSTREAM_DATUM, UPSTREAM_UTILS = load_upstream()
 except ImportError as error:  # pragma: no cover - depends on the environment
     pytest.skip(str(error), allow_module_level=True)

@@ -23,7 +23,9 @@ from batchspec.conformance.backends import BackendError, load_backend
 from batchspec.conformance.expectations import ExpectationsError, load_expectations
 from batchspec.conformance.goldens import load_all
 from batchspec.conformance.helpers.asserts import MODEL_EXTRA, MULTIRANK_EXTRA
-from batchspec.conformance.plugin import CTRL_C, REPORT_JSON, REPORT_MD, RESULTS_LOG, _launchers, suite_version
+from batchspec.conformance.multirank.launchers import parse_launchers
+from batchspec.conformance.recorder import CTRL_C
+from batchspec.conformance.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, suite_version
 from batchspec.conformance.spec import spec_clauses, spec_profiles, spec_version
 from batchspec.conformance.verdict import MARKDOWN_FAILURES, build_report, dumps
 
@@ -55,7 +57,7 @@ def test_a_planted_must_bug_fails_the_verdict_and_the_report_names_its_clause(tm
 def test_should_failures_are_warnings_and_never_a_non_zero_exit(tmp_path):
     run = run_conformance(
         tmp_path,
-        "conformance/test_contract_types.py",
+        "conformance/test_contract.py",
         "-k",
         "revalidated",
         "--backend=verdict_backends:SHOULD_ONLY",
@@ -119,14 +121,16 @@ def test_an_interrupted_run_is_incomplete_never_a_pass(tmp_path):
 
 
 def test_a_release_run_of_a_subset_is_incomplete(tmp_path):
-    subset = run_conformance(tmp_path / "subset", "conformance/test_signatures.py", "--backend=reference", "--release")
+    subset = run_conformance(
+        tmp_path / "subset", "conformance/test_contract_signatures.py", "--backend=reference", "--release"
+    )
     verdict = subset.report["verdict"]
     assert subset.returncode == 1 and verdict["result"] == "incomplete"
     assert (
         "ctb-shift" in verdict["unchecked_must_clauses"] and "api-signatures" not in verdict["unchecked_must_clauses"]
     )
     # the same subset outside a release run passes, and still lists what it did not check
-    dev = run_conformance(tmp_path / "dev", "conformance/test_signatures.py", "--backend=reference")
+    dev = run_conformance(tmp_path / "dev", "conformance/test_contract_signatures.py", "--backend=reference")
     assert dev.returncode == 0 and dev.report["verdict"]["result"] == "pass"
     assert dev.report["verdict"]["unchecked_must_clauses"] == verdict["unchecked_must_clauses"]
 
@@ -151,7 +155,7 @@ def test_an_unreadable_expectations_file_is_a_usage_error(tmp_path):
 
 def test_two_release_runs_give_the_same_verdict_bytes(tmp_path):
     args = (
-        "conformance/properties/test_invariants.py",
+        "conformance/properties/test_metadata_invariants.py",
         "-k",
         "unpad",
         "--backend=verdict_backends:PLANTED",
@@ -231,7 +235,7 @@ def test_a_refused_backend_still_gets_a_report_that_says_why(tmp_path, monkeypat
     with pytest.raises(BackendError) as refusal:
         load_backend("unversioned")
     env = dict(ENV, PYTHONPATH=os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]]))
-    run = run_conformance(tmp_path / "run", "conformance/test_signatures.py", "--backend=unversioned", env=env)
+    run = run_conformance(tmp_path / "run", "conformance/test_contract_signatures.py", "--backend=unversioned", env=env)
     verdict = run.report["verdict"]
     assert run.returncode == pytest.ExitCode.USAGE_ERROR and not run.testcases, run.output[-2000:]
     assert verdict["result"] == "error" and verdict["exit_status"] == run.returncode
@@ -253,10 +257,10 @@ def test_usage_errors_get_a_report_that_says_why(tmp_path):
     bad = tmp_path / "expectations.toml"
     bad.write_text('[[expected]]\nclause = "no-such-clause"\ncategory = "backend bug"\nreason = "x"\n')
     with pytest.raises(pytest.UsageError) as launcher:
-        _launchers("foo")
+        parse_launchers("foo")
     with pytest.raises(ExpectationsError) as expectations:
         load_expectations(str(bad), spec_clauses())
-    signatures = "conformance/test_signatures.py"
+    signatures = "conformance/test_contract_signatures.py"
     cases = {
         "launcher": ((signatures, "--backend=reference", "--launcher=foo"), str(launcher.value)),
         "expectations": ((signatures, "--backend=reference", f"--expectations={bad}"), str(expectations.value)),
@@ -327,7 +331,7 @@ def test_an_interrupted_distributed_run_stops_at_once_with_a_report_of_the_resul
     stopped, the run ends within ``STOPS_WITHIN_S`` seconds with exit status 2, and the report
     says ``incomplete``, with exactly the results ``results.jsonl`` had logged."""
     # quick tests first, then property tests that would run for long (many examples each)
-    tests = ("conformance/test_signatures.py", "conformance/properties")
+    tests = ("conformance/test_contract_signatures.py", "conformance/properties")
     env = dict(os.environ, BATCHSPEC_MAX_EXAMPLES="100000")
     run = BackgroundRun(tmp_path, *tests, "--backend=reference", "-n", workers_option, env=env)
     directory = tmp_path / "report"
@@ -395,7 +399,7 @@ def test_a_run_without_mpi4py_or_transformers_names_each_skip_with_its_fix(tmp_p
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden), os.environ.get("PYTHONPATH", "")])}
     run = run_conformance(
         tmp_path / "run",
-        "conformance/test_multirank.py",
+        "conformance/test_checkpoint_ranks.py",
         "conformance/model/test_model_equivalence.py",
         "--backend=reference",
         "-k",
@@ -407,7 +411,7 @@ def test_a_run_without_mpi4py_or_transformers_names_each_skip_with_its_fix(tmp_p
     by_reason = {g["reason"]: g for g in verdict["skips"]}
     mpi = next(g for reason, g in by_reason.items() if "mpi4py hidden by the test" in reason)
     assert mpi["fix"] == MULTIRANK_EXTRA and mpi["tests"] == [
-        "conformance/test_multirank.py::test_missing_tp_peer_fails_within_bound[mpiexec]"
+        "conformance/test_checkpoint_ranks.py::test_missing_tp_peer_fails_within_bound[mpiexec]"
     ]
     model = next(g for reason, g in by_reason.items() if "transformers hidden by the test" in reason)
     assert model["fix"] == MODEL_EXTRA and model["count"] >= 10

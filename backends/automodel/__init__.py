@@ -1,7 +1,7 @@
 """batchspec ``automodel``: upstream nemo-automodel 0.7.0's own functions, run through the suite.
 
 Nothing here reimplements the contract. The names below are upstream's objects themselves,
-imported from ``nemo_automodel.components.datasets`` by ``batchspec.bench.upstream`` (which
+imported from ``nemo_automodel.components.datasets`` by ``upstream.py`` beside it (which
 provides a stand-in ``transformers.masking_utils`` for the import when ``transformers`` is not
 installed). Their signatures already are SPEC's ([api-signatures]), so the adapter renames
 nothing and wraps nothing: whatever the suite finds is upstream's behaviour, and a failing
@@ -49,7 +49,7 @@ Raises:
 
 from __future__ import annotations
 
-from batchspec.bench.upstream import load_upstream_modules
+from batchspec.backends.automodel.upstream import load_upstream_modules
 
 _UPSTREAM = load_upstream_modules()
 
@@ -74,7 +74,7 @@ BATCHSPEC_CAPABILITIES = frozenset({"unpad_data", "packed_metadata", "datum", "c
 # The clauses upstream 0.7.0 fails: clause -> (the Decision of SPEC.md's "Decisions" where SPEC
 # deliberately differs from upstream, what upstream does there). The one home of these facts:
 # README's "Upstream through the suite" table is generated from them and a run's report
-# (backends/automodel/readme.py), and tests/test_automodel_backend.py checks that a run fails
+# (batchspec/automodel_readme.py), and tests/test_automodel_backend.py checks that a run fails
 # exactly these clauses.
 EXPECTED_DIFFERENCES: dict[str, tuple[str, str]] = {
     "collaters-no-mutation": (

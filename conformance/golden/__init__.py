@@ -7,6 +7,8 @@ installed): defining, generating, storing, loading and running golden cases. One
   key order), with ``inputs`` (building call arguments) and ``loader_script`` (loader scenarios);
 - ``errors``: ``GoldenError`` and the error-type map;
 - ``records`` and ``store``: serialisation, and verified loading (sha256 index, safetensors, JSON);
+- ``stored``: a stored case's inputs, options and expected output for the conformance checks
+  that need them on a live object (``conformance/test_*.py``);
 - ``build`` (generation from the reference) and ``runner`` (a stored case against a backend);
   both compare with the suite's own asserts, ``conformance/helpers/asserts.py``;
 - ``render`` and ``commands``: SPEC.md's golden blocks, and ``python -m batchspec.conformance.goldens``.

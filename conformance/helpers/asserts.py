@@ -36,6 +36,7 @@ __all__ = [
     "assert_keys",
     "assert_raises",
     "assert_tensor_equal",
+    "call_valid",
     "check",
     "missing_facts",
     "names",
@@ -113,6 +114,19 @@ def valid_input(call: str, clause: str = "ctb-input-errors") -> Iterator[None]:
         raise ClauseFailure(
             f"raised {type(error).__name__}({error}) on an input with none of the faults it lists, but should "
             f"convert it [{clause}: {call}]",
+            clause,
+        ) from error
+
+
+def call_valid(function, *args: Any, clause: str, call: str) -> Any:
+    """``function(*args)`` on a valid input: any exception fails on ``clause``, the function's
+    error clause (SPEC.md, "Conformance": raising on a valid input breaks it)."""
+    __tracebackhide__ = True
+    try:
+        return function(*args)
+    except Exception as error:  # noqa: BLE001 - a valid input of an admitted dtype must give its outputs
+        raise ClauseFailure(
+            f"raised {type(error).__name__}({error}) on a valid input, but should return its outputs [{clause}: {call}]",
             clause,
         ) from error
 

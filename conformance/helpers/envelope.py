@@ -4,8 +4,8 @@
 Layout: ``magic (8) | version (1) | body length L (8, big-endian unsigned) | body (L) |
 sha256 of all that (32)``; the body is canonical JSON of ``{"fingerprint", "state",
 "topology"}``. Every test that reads, builds or damages state bytes does it with the names
-here (``batchspec.conformance.helpers.state_script`` for the golden state scripts, ``test_loader_state``,
-``test_loader_state``, ``test_multirank``), so the layout is written down once.
+here (``batchspec.conformance.helpers.state_script`` for the golden state scripts,
+``test_checkpoint_*.py``), so the layout is written down once.
 
 - ``CORRUPTIONS``: named byte corruptions of a backend's own envelope (golden scripts write
   ``load:S:c1+c2``; ``corrupt`` applies several in order). Each follows the layout, so it works

@@ -1,6 +1,6 @@
 """Invariants of a converted ``TrainingBatch``, checked against its raw packed rows.
 
-``check_converted_batch`` is the oracle of the property tests in ``test_invariants.py`` and
+``check_converted_batch`` is the oracle of the property tests in ``properties/test_*_invariants.py`` and
 of the real-data scenario. Every expected value is computed here from the raw rows in plain
 Python (loops over lists); nothing comes from a backend or from ``reference``. The cost is
 O(B * S) Python steps, except the block-causal mask, which is built with torch broadcasting

@@ -10,6 +10,7 @@ field reports F16/F17 (docs/sources.md#loader-state-setup), read with ``row_indi
 ``SpyPipeline`` (around a real one) record how a loader drives them. ``check_exact_resume`` is
 the plain save-and-resume that checks of other state clauses run first;
 ``check_canonical_fingerprint`` the fingerprint that golden state cases check first.
+``take``, ``saved_after`` and ``envelope_after`` run a loader to a state.
 ``fingerprint_of``, ``pack_stage`` and ``batch_stage`` write a pipeline's canonical
 description by hand ([state-fingerprint-canonical]).
 """
@@ -34,11 +35,14 @@ __all__ = [
     "check_canonical_fingerprint",
     "check_exact_resume",
     "corpus_pipeline",
+    "envelope_after",
     "fingerprint_of",
     "index_pipeline",
     "make_loader",
     "pack_stage",
     "row_indices",
+    "saved_after",
+    "take",
 ]
 
 
@@ -163,6 +167,29 @@ def make_loader(backend, pipeline):
     from batchspec.conformance.helpers.inputs import Contract
 
     return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
+
+
+def take(loader, k: int) -> list:
+    """The next ``k`` batches of ``loader``."""
+    return [next(loader) for _ in range(k)]
+
+
+def saved_after(backend, scratch_dir, k, n=10, chunk_size=2, policy="redistribute", **kwargs) -> dict:
+    """F17's L1: the state after ``k`` batches of an ``index_pipeline`` (its arguments)."""
+    loader = make_loader(backend, index_pipeline(scratch_dir, n, chunk_size, policy, **kwargs))
+    take(loader, k)
+    state = loader.state_dict()
+    loader.close()
+    return state
+
+
+def envelope_after(backend, pipeline, k: int) -> bytes:
+    """The state envelope (``state_dict()["zephon"]``) of ``pipeline`` after ``k`` batches."""
+    loader = make_loader(backend, pipeline)
+    take(loader, k)
+    data = loader.state_dict()["zephon"]
+    loader.close()
+    return data
 
 
 RESUME_CLAUSES = ("state-after-start", "state-exact-resume")

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     from batchspec.conformance.backends import BackendError, load_backend
     from batchspec.conformance.helpers.asserts import SuiteError
     from batchspec.conformance.model import wiring
-    from batchspec.conformance.model.equivalence import ROUTES, TOLERANCES, check_route
+    from batchspec.conformance.model.equivalence import check_route
+    from batchspec.conformance.model.evaluation import TOLERANCES
     from batchspec.conformance.model.models import (
         build_model,
         fit_for_cpu,
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         position_kind,
         tiny_llama_config,
     )
+    from batchspec.conformance.model.routes import ROUTES
 
     try:
         config = load_config(args.config)

@@ -15,7 +15,7 @@ import functools
 import pytest
 
 from batchspec.conformance.helpers.asserts import MODEL_EXTRA, ClauseFailure, skip
-from batchspec.conformance.model.equivalence import ROUTES
+from batchspec.conformance.model.routes import ROUTES
 
 MAX_SHOWN = 6
 

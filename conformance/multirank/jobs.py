@@ -2,7 +2,7 @@
 rank processes under ``mpiexec`` or torch.distributed and returns what each rank wrote. The
 rank processes are forked by a ``zygote.Zygote`` when one is given, else new interpreters
 (``mpiexec -n K python -m batchspec.conformance.multirank.mpi_main``, ``python -m
-batchspec.conformance.multirank.torch_main --ranks K``). ``conformance/test_multirank.py``
+batchspec.conformance.multirank.torch_main --ranks K``). ``conformance/test_checkpoint_ranks.py``
 checks the results; ``tests/test_zygote.py`` checks the processes.
 """
 

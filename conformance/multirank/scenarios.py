@@ -19,7 +19,7 @@ two data sources:
   default contract), reduced to one key per packed row (``row_keys``).
 
 It wraps the pipeline in the backend's ``ZephonDataLoader`` and writes its results as JSON to
-``out_dir/rank{rank}.json``; the pytest side (``test_multirank.py``) checks them.
+``out_dir/rank{rank}.json``; the pytest side (``test_checkpoint_ranks.py``) checks them.
 
 A phase (one launcher job) does, per rank, in this order:
 

@@ -75,7 +75,7 @@ def run_mutant(name: str, workdir: Path) -> dict:
         "pytest",
         "conformance",
         f"--backend={name}:BACKEND",
-        "--ignore=conformance/test_multirank.py",
+        "--ignore=conformance/test_checkpoint_ranks.py",
         "-p",
         "no:cacheprovider",
         "-q",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from batchspec.conformance.golden.stored import stored_inputs
 from batchspec.conformance.helpers.asserts import assert_tensor_equal, check
-from batchspec.conformance.helpers.stored import stored_inputs
 
 
 @pytest.mark.requires("adapt_model_inputs")

@@ -1,6 +1,6 @@
 """README's "Upstream through the suite" results, generated from a conformance run of ``automodel``.
 
-``python -m batchspec.backends.automodel.readme REPORT.json [--write README.md | --check README.md]``
+``python -m batchspec.automodel_readme REPORT.json [--write README.md | --check README.md]``
 
 ``REPORT.json`` is the ``report.json`` that ``pytest conformance --backend=automodel
 --conformance-report=DIR`` writes. The text (a summary line with the status counts, one table
@@ -92,7 +92,7 @@ def render(report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTE
     if not_run:
         lines.append("")
         lines.append(
-            f"Not run ({len(not_run)}; no test of the run cites them, `conformance/test_multirank.py` is left out): "
+            f"Not run ({len(not_run)}; no test of the run cites them, `conformance/test_checkpoint_ranks.py` is left out): "
             + ", ".join(f"`{c}`" for c in not_run)
             + "."
         )
@@ -113,9 +113,7 @@ def section_of(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m batchspec.backends.automodel.readme", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m batchspec.automodel_readme", description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path, help="report.json of a `pytest conformance --backend=automodel` run")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", type=Path, metavar="README", help="replace the results block in this file")

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from batchspec.conformance.golden.stored import stored_rows
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, check
 from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.literals import convert
-from batchspec.conformance.helpers.stored import stored_rows
 
 
 @pytest.mark.requires("contract_types")

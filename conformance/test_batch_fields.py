@@ -14,32 +14,31 @@ in the received mapping and left untouched, and nothing returned shares storage 
 share it even when their elements do not overlap.
 
 Inputs are written by hand or, where a golden case holds them, read from that stored case
-(``batchspec.conformance.helpers.stored``); the code under test is reached only through the ``backend`` fixture.
+(``batchspec.conformance.golden.stored``); the code under test is reached only through the ``backend`` fixture.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import product
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
+from batchspec.conformance.golden.stored import EXAMPLE, stored_expected, stored_inputs, stored_rows
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
 from batchspec.conformance.helpers.inputs import (
     Contract,
     Row,
     assert_batch_unchanged,
     batch_state,
-    describe_rows,
     payload_form,
     sample_batch,
 )
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
+from batchspec.conformance.helpers.routes import call_convert, convert_configs
 from batchspec.conformance.helpers.storage import shared_storage, tensors_in
-from batchspec.conformance.helpers.stored import EXAMPLE, stored_expected, stored_inputs, stored_rows
 
 
 def _available_devices() -> list[str]:
@@ -54,68 +53,10 @@ def _available_devices() -> list[str]:
 
 DEVICES = _available_devices()
 
-# -- convert_text_batch configurations ---------------------------------------------------------
-
 EXAMPLE_ROWS = stored_rows()  # worked example A's packed batch
 # worked example E's records, and one with padding already
 UNPACKED_ROWS = stored_rows("test_example_e_unpacked") + [Row((1, 2, 0), None, 1)]
-
-
-def _convert_configs() -> list:
-    """Every output route of convert_text_batch: both formats, both mask types with and without
-    metadata, xdoc off and on, packed rows and the unpacked route."""
-    params = []
-    for route, output_format, xdoc in product(("packed", "unpacked"), ("batched", "thd"), (False, True)):
-        contracts = (
-            [Contract(mask, metadata) for mask, metadata in product(("block_causal", "document_ids"), (False, True))]
-            if output_format == "batched"
-            else [Contract("document_ids", True)]
-        )
-        for contract in contracts:
-            needs = ["convert_text_batch"]
-            if output_format == "thd":
-                needs.append("thd")
-            if xdoc:
-                needs.append("xdoc")
-            if route == "unpacked":
-                needs.append("unpacked")
-            if contract.return_packed_sequence_metadata and output_format == "batched":
-                needs.append("packed_metadata")
-            metadata = "meta" if contract.return_packed_sequence_metadata else "nometa"
-            name = f"{route}-{output_format}-{contract.packed_mask_type}-{metadata}-{'xdoc' if xdoc else 'noxdoc'}"
-            options = dict(
-                contract=contract,
-                xdoc=xdoc,
-                output_format=output_format,
-                rows=UNPACKED_ROWS if route == "unpacked" else EXAMPLE_ROWS,
-                pad_to_length=6 if route == "unpacked" else None,
-                pad_token_id=0 if route == "unpacked" else None,
-            )
-            params.append(pytest.param(options, id=name, marks=pytest.mark.requires(*needs)))
-    return params
-
-
-CONVERT_CONFIGS = _convert_configs()
-
-
-def _call_convert(backend, options: Mapping[str, Any], form: str = "lists", batch=None):
-    batch = payload_form(sample_batch(options["rows"]), form) if batch is None else batch
-    out = backend.convert_text_batch(
-        batch,
-        options["contract"],
-        IGNORE_INDEX,
-        False,
-        options["xdoc"],
-        options["output_format"],
-        options["pad_to_length"],
-        options["pad_token_id"],
-    )
-    call = (
-        f"convert_text_batch({describe_rows(options['rows'])} as {form}, {options['contract']!r}, "
-        f"xdoc={options['xdoc']}, output_format={options['output_format']!r}, "
-        f"pad_to_length={options['pad_to_length']})"
-    )
-    return out, batch, call
+CONVERT_CONFIGS = convert_configs(EXAMPLE_ROWS, UNPACKED_ROWS)
 
 
 def _assert_on(device: torch.device | str, value: Any, *, call: str) -> None:
@@ -161,7 +102,7 @@ def _assert_new_entries_share_nothing(before: Mapping[str, Any], out: Mapping[st
 @pytest.mark.parametrize("options", CONVERT_CONFIGS)
 def test_convert_text_batch_returns_cpu_tensors(backend, options):
     """A SampleBatch of lists and numpy arrays gives CPU tensors on every route."""
-    out, _, call = _call_convert(backend, options)
+    out, _, call = call_convert(backend, options)
     _assert_on("cpu", out, call=call)
 
 
@@ -377,7 +318,7 @@ def test_convert_text_batch_outputs_share_no_storage(backend, options, form):
     leaves the SampleBatch's records, payloads and meta as they were [ctb-no-mutation]."""
     batch = payload_form(sample_batch(options["rows"]), form)
     before = batch_state(batch)
-    out, batch, call = _call_convert(backend, options, form, batch)
+    out, batch, call = call_convert(backend, options, form, batch)
     assert_batch_unchanged(before, batch, what="by the call", call=call)
     returned = _returned_tensors(out)
     _assert_no_pairs(shared_storage(returned), "every key should hold a tensor of its own", call=call)

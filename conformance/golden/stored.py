@@ -11,6 +11,7 @@ import copy
 import functools
 from typing import Any
 
+from batchspec.conformance.golden.store import load_case
 from batchspec.conformance.helpers.inputs import Row
 
 __all__ = ["EXAMPLE", "stored_expected", "stored_inputs", "stored_options", "stored_rows"]
@@ -20,9 +21,6 @@ EXAMPLE = "test_example_a_defaults"  # the shared packed batch of SPEC.md's work
 
 @functools.cache
 def _case(name: str) -> Any:
-    # imported on first use: regenerating the golden files imports this package
-    from batchspec.conformance.golden.store import load_case
-
     return load_case(name)
 
 

@@ -1,0 +1,238 @@
+"""The ``Recorder`` plugin (registered by conformance/plugin.py): it collects every test's record
+(conformance/records.py) where pytest reports results, logs each to ``results.jsonl`` as it
+arrives, and at the end computes the verdict, writes the report (conformance/report.py) and
+sets the exit status.
+
+The report is written on every outcome once ``--conformance-report`` is known: a pass, a
+failure, a usage error after configuration, and an interrupted run (Ctrl-C, or SIGTERM, which
+the controller turns into Ctrl-C's path: verdict ``incomplete`` with the results so far).
+Under pytest-xdist the controller records, and on Ctrl-C or SIGTERM it stops the workers at
+once (SIGINT, then a kill after ``WORKER_GRACE_S``).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from batchspec.conformance.backends import Backend
+from batchspec.conformance.helpers.asserts import skip_reason
+from batchspec.conformance.multirank.launchers import plain_nodeid
+from batchspec.conformance.records import reproduce_command
+from batchspec.conformance.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, is_worker, run_report, write_report
+
+__all__ = ["CTRL_C", "WORKER_GRACE_S", "Recorder", "Terminated"]
+
+# after Ctrl-C or SIGTERM, how long pytest-xdist's workers get to stop before they are killed
+WORKER_GRACE_S = 1.0
+# why the run stopped, in the report, on a KeyboardInterrupt that names nothing else
+CTRL_C = "KeyboardInterrupt: Ctrl-C or SIGINT"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the controller's main thread: the run stops as on Ctrl-C, and its
+    report says ``incomplete``."""
+
+
+class Recorder:
+    """Collects the records where pytest reports results (in pytest-xdist's controller when the
+    run is distributed), logs each to ``results.jsonl`` as it arrives, then computes the
+    verdict, writes the report and sets the exit status: on a pass, a failure, an interruption
+    (Ctrl-C, SIGTERM, ``-x``), a usage error after configuration, no test selected, or an
+    internal error."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.records: dict[str, dict] = {}
+        self.cited: dict[str, list[str]] = {}
+        self.report: dict | None = None
+        self.stopped: str | None = None  # why the run stopped early (Ctrl-C, SIGTERM, pytest-xdist's -x)
+        self.error: str | None = None  # a usage or internal error after configuration
+        self.controller = not is_worker(config)
+        directory = config.getoption("--conformance-report")
+        self.directory = Path(directory) if directory and self.controller else None
+        # one JSON record per line, flushed: what a killed run leaves (the last line of a test id is its result)
+        self._log = (self.directory / RESULTS_LOG).open("w", encoding="utf-8") if self.directory else None
+        # SIGTERM (a CI job cancelled, a timeout) takes Ctrl-C's path in the controller: the report
+        # is written, verdict incomplete. signal.signal works in the main thread only.
+        self._sigterm = None
+        if self.controller and threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._sigterm = signal.SIG_DFL if previous is None else previous
+
+    def _on_sigterm(self, signum: int, frame) -> None:
+        signal.signal(signal.SIGTERM, self._sigterm)  # a second SIGTERM is not caught
+        raise Terminated(signal.Signals(signum).name)
+
+    def pytest_unconfigure(self) -> None:
+        if self._log is not None:
+            self._log.close()
+        if self._sigterm is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+            signal.signal(signal.SIGTERM, self._sigterm)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A module skipped as a whole (the model checks without transformers) is recorded as one
+        skipped entry, with its reason and fix, so the report says what did not run."""
+        if not report.skipped or is_worker(self.config):
+            return
+        message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason, fix = skip_reason(message.removeprefix("Skipped: "))
+        nodeid = plain_nodeid(report.nodeid)
+        record = {"nodeid": nodeid, "cited": [], "outcome": "skipped", "blamed": [], "expectation": None}
+        self._keep({**record, "reason": reason, "fix": fix, "reproduce": ""})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "setup" and hasattr(report, "batchspec_cited"):
+            self.cited[plain_nodeid(report.nodeid)] = report.batchspec_cited
+        record = getattr(report, "batchspec_record", None)
+        if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
+            record = self._crash_record(report)  # pytest-xdist: the worker died running the test
+        if record is None:
+            return
+        previous = self.records.get(record["nodeid"])
+        if previous is not None and previous["outcome"] not in ("passed", "unexpected pass"):
+            return  # a teardown error after a failure: the failure is what the test showed
+        self._keep(record)
+
+    def _keep(self, record: dict) -> None:
+        """Record a decided test, and append it to results.jsonl at once."""
+        self.records[record["nodeid"]] = record
+        if self._log is not None:
+            self._log.write(json.dumps(record) + "\n")
+            self._log.flush()
+
+    def _crash_record(self, report: pytest.TestReport) -> dict:
+        """A test whose process died (a crash, or a timeout that killed it): a failure of every
+        clause it cites."""
+        nodeid = plain_nodeid(report.nodeid)
+        cited = self.cited.get(nodeid, [])
+        try:
+            timeout = self.config.getoption("timeout", None) or self.config.getini("timeout")
+            limit = f" (or a hang past the per-test timeout of {timeout} s)" if timeout else ""
+        except ValueError:  # pytest-timeout is not loaded
+            limit = ""
+        return {
+            "nodeid": nodeid,
+            "cited": cited,
+            "outcome": "failed" if cited else "suite error",
+            "blamed": cited,
+            "expectation": None,
+            "message": f"the test's process died: a crash{limit}: {str(report.longrepr)[:3000]}",
+            "reproduce": reproduce_command(nodeid, self.config),
+            "hypothesis": None,
+        }
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self, session: pytest.Session):
+        try:
+            return (yield)
+        except pytest.UsageError as error:  # a test id that does not exist, a test citing no clause
+            self.error = str(error)
+            raise
+
+    def pytest_internalerror(self, excrepr, excinfo: pytest.ExceptionInfo) -> None:
+        if self.error is None:
+            self.error = f"internal error: {excinfo.typename}: {excinfo.value}"
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
+        value = excinfo.value
+        if isinstance(value, pytest.exit.Exception):
+            self.stopped = f"pytest.exit: {value.msg}"
+        else:  # SIGTERM, pytest-xdist's stop (-x, a worker's Ctrl-C) and collection errors name themselves
+            self.stopped = str(value) or CTRL_C
+        if self.controller:
+            self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        """pytest-xdist's workers, stopped now rather than after their current tests: each gets
+        SIGINT (as on Ctrl-C in a terminal; a test's own clean-up runs), and those still there
+        after ``WORKER_GRACE_S`` are killed. Nothing when the run is not distributed, or its
+        workers are done."""
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        nodemanager = getattr(dsession, "nodemanager", None)
+        if nodemanager is None or getattr(dsession, "session_finished", False):
+            return
+        try:
+            for gateway in list(nodemanager.group):
+                process = getattr(getattr(gateway, "_io", None), "popen", None)  # a popen gateway's worker
+                if process is not None and process.poll() is None:
+                    process.send_signal(signal.SIGINT)
+            nodemanager.group.terminate(WORKER_GRACE_S)
+        except KeyboardInterrupt:  # a second Ctrl-C: the workers are killed at once
+            nodemanager.group.terminate(0)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.controller:
+            return  # a pytest-xdist worker: its controller reports
+        if self._log is not None:
+            self._log.close()
+        status = session.exitstatus
+        error = None
+        if status == pytest.ExitCode.USAGE_ERROR:
+            error = self.error or "a usage error (the run's output says which)"
+        elif status == pytest.ExitCode.INTERNAL_ERROR:
+            error = self.error or "an internal error (the run's output has the traceback)"
+        elif status == pytest.ExitCode.NO_TESTS_COLLECTED and self.stopped is None:
+            error = "no test was selected (the test ids, -k or -m select none)"
+        elif self.config.getoption("collectonly"):
+            return  # --collect-only: not a run
+        stopped = session.shouldstop or session.shouldfail or self.stopped
+        if not stopped and status == pytest.ExitCode.INTERRUPTED:
+            stopped = "interrupted"
+        self.report = run_report(
+            self.config,
+            list(self.records.values()),
+            interrupted=str(stopped) if stopped else None,
+            error=error,
+            error_status=status,
+        )
+        if self.directory is not None:
+            write_report(self.directory, self.report)
+        session.exitstatus = self.report["verdict"]["exit_status"]
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.report is None:
+            return
+        backend: Backend = self.config._batchspec_backend
+        verdict = self.report["verdict"]
+        terminalreporter.section(f"batchspec clauses: backend {backend.name} {backend.version}")
+        for clause, row in self.report["clauses"].items():
+            counts = defaultdict(int)
+            for test in row["tests"]:
+                counts[test["outcome"]] += 1
+            detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            terminalreporter.write_line(f"{row['status']:>16}  {row['level']:<6} {clause:<32} ({detail})")
+        for level in ("MUST", "SHOULD") if verdict["result"] != "error" else ():  # no test ran: all of them
+            if self.report[f"untested_{level.lower()}_clauses"]:
+                terminalreporter.write_line(
+                    f"{level} clauses with no test in this run: "
+                    f"{', '.join(self.report[f'untested_{level.lower()}_clauses'])}"
+                )
+        notes = [
+            ("; ".join(verdict["errors"]), verdict["errors"]),
+            ("; ".join(verdict["incomplete"]), verdict["incomplete"]),
+            (f"{len(verdict['must_failures'])} MUST clause(s) fail", verdict["must_failures"]),
+            (f"{len(verdict['suite_errors'])} suite error(s)", verdict["suite_errors"]),
+            (f"{len(verdict['should_failures'])} SHOULD clause(s) fail (warnings)", verdict["should_failures"]),
+            (f"{len(verdict['expected_failures'])} expected failure(s)", verdict["expected_failures"]),
+            (f"{len(verdict['unexpected_passes'])} unexpected pass(es)", verdict["unexpected_passes"]),
+            (f"{len(verdict['stale_expectations'])} stale expectation(s)", verdict["stale_expectations"]),
+        ]
+        shown = "; ".join(text for text, items in notes if items)
+        for group in verdict.get("skips", ()):
+            fix = f"; fix: {group['fix']}" if group.get("fix") else ""
+            terminalreporter.write_line(f"{group['count']} {group['outcome']}: {group['reason']}{fix}")
+        terminalreporter.write_line(
+            f"batchspec verdict: {verdict['result'].upper()} (exit status {verdict['exit_status']})"
+            + (f": {shown}" if shown else "")
+        )
+        if self.directory is not None:
+            terminalreporter.write_line(
+                f"conformance report written to {self.directory / REPORT_JSON} and {REPORT_MD} "
+                f"(results as they arrived: {RESULTS_LOG})"
+            )

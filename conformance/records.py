@@ -1,0 +1,89 @@
+"""A test's *record* (conformance/verdict.py): its outcome, the clauses it cites and is blamed
+on (conformance/blame.py), its failure message and hypothesis blob, the reason and fix of a
+skip, its expectation (conformance/expectations.py), and a command that reruns it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+import textwrap
+
+import pytest
+
+from batchspec.conformance.backends import Backend
+from batchspec.conformance.blame import blame_failure
+from batchspec.conformance.expectations import match_failure, match_test
+from batchspec.conformance.helpers.asserts import skip_reason
+from batchspec.conformance.multirank.launchers import plain_nodeid
+from batchspec.conformance.spec import spec_clauses
+
+__all__ = ["NOT_SUPPORTED", "reproduce_command", "record_of"]
+
+# the skip message of a test whose required capability the backend does not declare
+NOT_SUPPORTED = "NOT SUPPORTED"
+
+
+def failure_message(report: pytest.TestReport) -> str:
+    """The failure's own message: the ``E`` lines of pytest's report, without the test source
+    it prints above them."""
+    text = str(report.longrepr)
+    message = textwrap.dedent("\n".join(line[1:] for line in text.splitlines() if line.startswith("E ")))
+    return (message or text).strip()[:4000]
+
+
+HYPOTHESIS_BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
+
+
+def reproduce_command(nodeid: str, config: pytest.Config) -> str:
+    """A shell command that reruns one test: under the ``batchspec`` command, that command with
+    the node id (it resolves ids in the installed suite) and the run's ``--device``,
+    ``--release`` and ``--expectations``; else pytest, from its rootdir (pytest's node ids are
+    relative to it)."""
+    backend: Backend = config._batchspec_backend
+    options = [f"--backend={shlex.quote(config._batchspec_backend_spec)}"]
+    if backend.device != "cpu":
+        options.append(f"--device={shlex.quote(backend.device)}")
+    if config.getoption("--batchspec-command"):
+        options += ["--release"] if config.getoption("--release") else []
+        expectations = config.getoption("--expectations")
+        options += [f"--expectations={shlex.quote(expectations)}"] if expectations else []
+        return f"batchspec {' '.join(options)} {shlex.quote(nodeid)}"
+    path = os.environ.get("PYTHONPATH")
+    prefix = f"PYTHONPATH={shlex.quote(path)} " if path else ""
+    rootdir = shlex.quote(str(config.rootpath))
+    return f"cd {rootdir} && {prefix}{sys.executable} -m pytest {shlex.quote(nodeid)} {' '.join(options)}"
+
+
+def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, cited: list[str]) -> dict:
+    """The test's record (conformance/verdict.py) from the phase that decided it; an expected
+    failure becomes pytest's xfail, an expected failure that passes its XPASS (a failure under
+    ``--strict-expectations``)."""
+    config = item.config
+    expectations = config._batchspec_expectations
+    nodeid = plain_nodeid(item.nodeid)
+    record = {"nodeid": nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
+    record["reproduce"] = reproduce_command(nodeid, config)
+    if report.skipped:
+        record["outcome"] = "not supported" if NOT_SUPPORTED in str(report.longrepr) else "skipped"
+        message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        record["reason"], record["fix"] = skip_reason(message.removeprefix("Skipped: "))
+    elif report.failed:
+        outcome, blamed = blame_failure(call.excinfo.value if call.excinfo else None, cited, spec_clauses())
+        blob = HYPOTHESIS_BLOB.search(str(report.longrepr))
+        record.update(outcome=outcome, blamed=blamed, message=failure_message(report))
+        record["hypothesis"] = blob.group(0) if blob else None
+        entry = match_failure(expectations, nodeid, blamed) if outcome == "failed" else None
+        if entry is not None:
+            record.update(outcome="expected failure", expectation=entry.index)
+            report.outcome = "skipped"
+            report.wasxfail = f"expected failure ({entry.category}): {entry.reason}"
+    elif report.when == "call" and (entry := match_test(expectations, nodeid)) is not None:
+        record.update(outcome="unexpected pass", expectation=entry.index)
+        if config.getoption("--strict-expectations"):
+            report.outcome = "failed"
+            report.longrepr = f"[XPASS(strict)] expected to fail ({entry.category}): {entry.reason}"
+        else:
+            report.wasxfail = f"expected failure ({entry.category}): {entry.reason}"
+    return record
