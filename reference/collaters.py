@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
+from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
 
 __all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
 

@@ -30,45 +30,21 @@ import numpy as np
 import torch
 
 from batchspec.reference import collaters as _reference
-from batchspec.reference.collaters import PAD_TOKEN_IDS_KEY
-from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
+
+# The pad-value rule [dcoll-pad-values] and the scalar rule [dcoll-fields] are the reference's.
+from batchspec.reference.collaters import PAD_TOKEN_IDS_KEY, _is_scalar, _pad_value
+from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN, THD_LENGTH_PAD
 
 __all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
-
-# [dcoll-pad-values] Built-in pad values of list fields; any other key pads with item 0's last element.
-_DEFAULT_PAD_VALUES = {"labels": CROSS_ENTROPY_IGNORE_IDX, "attention_mask": 0, "loss_mask": 0, "input_ids": 0}
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 class _Delegate(Exception):
     """Raised by a fast path for an input it does not handle; the caller re-runs the reference."""
 
 
-def _pad_value(key: str, overrides: Mapping[str, Any] | None) -> Any:
-    """The pad value of a list field: the override, then the built-in default, else None (item 0's
-    last element) [dcoll-pad-values]."""
-    if overrides is None:
-        overrides = {}
-    return overrides.get(key, _DEFAULT_PAD_VALUES.get(key))
-
-
-def _is_scalar(value: Any) -> bool:
-    """One scalar per example [dcoll-fields]: 0-D tensors, Python ints and floats, anything with
-    ``ndim == 0``; not ``bool``, ``str`` or ``bytes`` (the reference's rule)."""
-    if isinstance(value, torch.Tensor):
-        return value.ndim == 0
-    if isinstance(value, (str, bytes, bool)):
-        return False
-    if isinstance(value, (int, float)):
-        return True
-    return getattr(value, "ndim", None) == 0
-
-
 def _is_int64_pad(pad: Any) -> bool:
     """Whether ``pad`` is a plain Python int that int64 holds (the only pad the fast paths use)."""
-    return type(pad) is int and _INT64_MIN <= pad <= _INT64_MAX
+    return type(pad) is int and INT64_MIN <= pad <= INT64_MAX
 
 
 def _int_row(row: Any) -> np.ndarray:

@@ -29,13 +29,10 @@ import torch
 from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
 from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
 from batchspec.backends.vectorized.output import block_causal_mask, check_output_format, thd_lengths_from_spans
-from batchspec.reference.attention import contract_requests_metadata
-from batchspec.reference.loader import TOKEN_FIELD_CANDIDATES
-from batchspec.reference.packing import PackedSequenceContract
+from batchspec.reference.contract import INT64_MAX, PackedSequenceContract, contract_requests_metadata
+from batchspec.reference.convert import TOKEN_FIELD_CANDIDATES
 
 __all__ = ["convert_text_batch"]
-
-_INT64_MAX = np.iinfo(np.int64).max
 
 
 def _is_int(value: Any) -> bool:
@@ -70,7 +67,7 @@ def _ingest(value: Any, field: str, record: int) -> torch.Tensor | np.ndarray:
             raise TypeError(f"{where}: expected integers, got a {value.dtype} array")
         if value.ndim != 1:
             raise ValueError(f"{where}: expected 1-D [sequence], got shape {value.shape}")
-        if value.dtype.kind == "u" and value.size and int(value.max()) > _INT64_MAX:
+        if value.dtype.kind == "u" and value.size and int(value.max()) > INT64_MAX:
             raise ValueError(f"{where}: holds {int(value.max())}, outside the int64 range")
         return value.astype(np.int64, copy=False)
     if not isinstance(value, (list, tuple)):

@@ -25,17 +25,14 @@ import numpy as np
 import torch
 
 from batchspec.reference import datum as _reference
+from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN
 from batchspec.reference.datum import Datum
-from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX
 
 __all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
 
 # Token dtypes read exactly as ``tolist()`` reads them (uint16/32/64 and bool are left to the
 # reference: bool lists stay bool in packed mode, and torch supports the wide unsigned types barely).
 _INT_DTYPES = frozenset({torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8})
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 class _Delegate(Exception):
@@ -112,7 +109,7 @@ def _cat_float32(parts: list[torch.Tensor]) -> torch.Tensor:
 def _collate_fast(
     datums: Sequence[Datum], packed: Any, pad_seq_len_divisible: Any, ignore_index: Any
 ) -> dict[str, Any]:
-    if type(ignore_index) is not int or not _INT64_MIN <= ignore_index <= _INT64_MAX:
+    if type(ignore_index) is not int or not INT64_MIN <= ignore_index <= INT64_MAX:
         raise _Delegate
 
     # One pass over the datums: their token tensors, lengths and loss_fn_inputs.

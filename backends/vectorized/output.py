@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from batchspec.reference.packing import BATCH_OUTPUT_FORMATS, THD_LENGTH_PAD
+from batchspec.reference.contract import BATCH_OUTPUT_FORMATS, THD_LENGTH_PAD
 
 __all__ = ["block_causal_mask", "check_output_format", "convert_batch_output", "thd_lengths_from_spans"]
 
