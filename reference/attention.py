@@ -72,6 +72,28 @@ def adapt_model_inputs(batch: TrainingBatch, attention_eligibility: torch.Tensor
     return batch
 
 
+def _xdoc_ids(batch: TrainingBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """``document_ids`` and ``attention_document_ids``, checked [xdoc-errors]: the three
+    fields are present, the two ids int64 tensors of one ``[batch, sequence]`` shape."""
+    for name in ("document_ids", "attention_document_ids", "position_ids"):
+        if name not in batch:
+            raise ValueError(f"enable_xdoc_attention: batch has no {name!r} entry (run adapt_model_inputs first)")
+    document_ids = batch["document_ids"]
+    attention_document_ids = batch["attention_document_ids"]
+    for name, tensor in (("document_ids", document_ids), ("attention_document_ids", attention_document_ids)):
+        if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.int64:
+            raise TypeError(
+                f"enable_xdoc_attention: {name} must be an int64 tensor, got "
+                f"{getattr(tensor, 'dtype', type(tensor).__name__)}"
+            )
+    if document_ids.ndim != 2 or attention_document_ids.shape != document_ids.shape:
+        raise ValueError(
+            "enable_xdoc_attention: document_ids and attention_document_ids must share one shape "
+            f"[batch, sequence], got {tuple(document_ids.shape)} and {tuple(attention_document_ids.shape)}"
+        )
+    return document_ids, attention_document_ids
+
+
 def _position_axes(position_ids: torch.Tensor, document_ids: torch.Tensor) -> torch.Tensor:
     """``position_ids`` as ``[axes, batch, sequence]`` (text has one axis) [xdoc-errors]."""
     if not isinstance(position_ids, torch.Tensor) or position_ids.dtype != torch.int64:
@@ -122,22 +144,7 @@ def enable_xdoc_attention(batch: TrainingBatch, packing_contract: PackedSequence
             token with ``document_ids > 0``) ``>= max_sequence_length``.
         TypeError: one of the three is not an int64 tensor.
     """
-    for name in ("document_ids", "attention_document_ids", "position_ids"):
-        if name not in batch:
-            raise ValueError(f"enable_xdoc_attention: batch has no {name!r} entry (run adapt_model_inputs first)")
-    document_ids = batch["document_ids"]
-    attention_document_ids = batch["attention_document_ids"]
-    for name, tensor in (("document_ids", document_ids), ("attention_document_ids", attention_document_ids)):
-        if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.int64:
-            raise TypeError(
-                f"enable_xdoc_attention: {name} must be an int64 tensor, got "
-                f"{getattr(tensor, 'dtype', type(tensor).__name__)}"
-            )
-    if document_ids.ndim != 2 or attention_document_ids.shape != document_ids.shape:
-        raise ValueError(
-            "enable_xdoc_attention: document_ids and attention_document_ids must share one shape "
-            f"[batch, sequence], got {tuple(document_ids.shape)} and {tuple(attention_document_ids.shape)}"
-        )
+    document_ids, attention_document_ids = _xdoc_ids(batch)
     old_positions = _position_axes(batch["position_ids"], document_ids)
     if bool((old_positions < 0).any()):
         raise ValueError("enable_xdoc_attention: position_ids must be >= 0 (subdocument-local coordinates)")

@@ -83,34 +83,12 @@ def convert_text_batch(
             12, [ctb-token-field], [ctb-packed-needs-positions], [unpacked-errors] items 2,
             3, 5, [types-output-format], [xdoc-contract]).
     """
-    check_output_format(output_format)
-    # [ctb-option-types] a truthy string must never switch a policy on.
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
-        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__} {ignore_index!r}")
-    for name, flag in (
-        ("mask_segment_starts", mask_segment_starts),
-        ("allow_cross_document_attention", allow_cross_document_attention),
-    ):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
-    if pad_to_length is not None:
-        if isinstance(pad_to_length, bool) or not isinstance(pad_to_length, int):
-            raise TypeError(
-                f"pad_to_length must be an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}"
-            )
-        if pad_to_length < 2:
-            raise ValueError(f"pad_to_length must be >= 2 unshifted tokens, got {pad_to_length}")
-        if pad_token_id is None:
-            raise ValueError("pad_token_id is required with pad_to_length, got None")
-        if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int):
-            raise TypeError(f"pad_token_id must be an int, got {type(pad_token_id).__name__} {pad_token_id!r}")
+    _check_options(
+        output_format, ignore_index, mask_segment_starts, allow_cross_document_attention, pad_to_length, pad_token_id
+    )
 
     # 1. Read and check every row [ctb-input-errors].
-    records = getattr(sample_batch, "records", None)
-    if records is None:
-        raise TypeError(f"sample_batch must be a zephon.SampleBatch with .records, got {type(sample_batch).__name__}")
-    if len(records) == 0:
-        raise ValueError("sample_batch must hold at least one record, got 0")
+    records = _records(sample_batch)
     rows = [_read_row(record, b) for b, record in enumerate(records)]
 
     # 2. Unpacked rows are right-padded to one length [unpacked-padding]; without
@@ -142,6 +120,40 @@ def convert_text_batch(
     if output_format == "batched":
         apply_batched_output(batch, packing_contract)
     return batch
+
+
+def _check_options(
+    output_format: Any,
+    ignore_index: Any,
+    mask_segment_starts: Any,
+    allow_cross_document_attention: Any,
+    pad_to_length: Any,
+    pad_token_id: Any,
+) -> None:
+    """Check the options before any record is read [types-output-format, ctb-option-types,
+    unpacked-errors] items 1-4: a mistyped option raises ``TypeError``, a bad value
+    ``ValueError``, each naming the parameter."""
+    check_output_format(output_format)
+    # [ctb-option-types] a truthy string must never switch a policy on.
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__} {ignore_index!r}")
+    for name, flag in (
+        ("mask_segment_starts", mask_segment_starts),
+        ("allow_cross_document_attention", allow_cross_document_attention),
+    ):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
+    if pad_to_length is not None:
+        if isinstance(pad_to_length, bool) or not isinstance(pad_to_length, int):
+            raise TypeError(
+                f"pad_to_length must be an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}"
+            )
+        if pad_to_length < 2:
+            raise ValueError(f"pad_to_length must be >= 2 unshifted tokens, got {pad_to_length}")
+        if pad_token_id is None:
+            raise ValueError("pad_token_id is required with pad_to_length, got None")
+        if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int):
+            raise TypeError(f"pad_token_id must be an int, got {type(pad_token_id).__name__} {pad_token_id!r}")
 
 
 @dataclass
@@ -183,17 +195,39 @@ def _as_int_list(value: Any, field: str, row: int) -> list[int]:
     return [int(x) for x in values]
 
 
-def _read_row(record: Any, row: int) -> _Row:
-    """Read and check one record [ctb-token-field, ctb-positions, ctb-packed-needs-positions,
-    ctb-extra-payload-ignored, ctb-input-errors]: only the token field, ``positions`` and
-    ``meta.padding_length`` are read; other payload fields never reach an output."""
-    payload = record.payload
+def _records(sample_batch: Any) -> Any:
+    """The records of a ``zephon.SampleBatch`` [ctb-input-errors] items 1, 2.
+
+    Raises:
+        TypeError: ``sample_batch`` has no ``records``.
+        ValueError: it holds no record.
+    """
+    records = getattr(sample_batch, "records", None)
+    if records is None:
+        raise TypeError(f"sample_batch must be a zephon.SampleBatch with .records, got {type(sample_batch).__name__}")
+    if len(records) == 0:
+        raise ValueError("sample_batch must hold at least one record, got 0")
+    return records
+
+
+def _token_field(payload: Any, row: int) -> str:
+    """The name of a record's token field: the first of ``TOKEN_FIELD_CANDIDATES`` in its
+    payload [ctb-token-field]; ``ValueError`` naming the candidates and the keys when none is."""
     field = next((name for name in TOKEN_FIELD_CANDIDATES if name in payload), None)
     if field is None:
         raise ValueError(
             f"sample_batch record {row}: payload has none of the token fields {list(TOKEN_FIELD_CANDIDATES)}; "
             f"keys are {sorted(payload)}"
         )
+    return field
+
+
+def _read_row(record: Any, row: int) -> _Row:
+    """Read and check one record [ctb-token-field, ctb-positions, ctb-packed-needs-positions,
+    ctb-extra-payload-ignored, ctb-input-errors]: only the token field, ``positions`` and
+    ``meta.padding_length`` are read; other payload fields never reach an output."""
+    payload = record.payload
+    field = _token_field(payload, row)
     tokens = _as_int_list(payload[field], field, row)
     length = len(tokens)
     if length == 0:
