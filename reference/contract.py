@@ -39,6 +39,12 @@ CROSS_ENTROPY_IGNORE_IDX: Final[int] = -100
 # Unused slots of THD seq_lens / seq_lens_padded [thd-lengths, thdcoll-prepacked].
 THD_LENGTH_PAD: Final[int] = -1000
 
+# The range of int64, the dtype of every integer field of a TrainingBatch [tb-dtypes]: a token
+# or position outside it is an input error ([ctb-input-errors] item 6); a backend's fast paths
+# take only integers inside it.
+INT64_MIN: Final[int] = -(2**63)
+INT64_MAX: Final[int] = 2**63 - 1
+
 # [types-output-format] "batched" keeps [batch, sequence] tensors and honours the contract's
 # mask and metadata requests; "thd" adds the native length-based route.
 BatchOutputFormat = Literal["batched", "thd"]
@@ -94,13 +100,6 @@ class PackedSequenceMetadata(TypedDict):
     packed_token_indices: torch.Tensor
     cu_seqlens: torch.Tensor
     max_seqlen: int
-
-
-# The range of int64, the dtype of every integer field of a TrainingBatch [tb-dtypes]: a token
-# or position outside it is an input error ([ctb-input-errors] item 6); a backend's fast paths
-# take only integers inside it.
-INT64_MIN: Final[int] = -(2**63)
-INT64_MAX: Final[int] = 2**63 - 1
 
 
 class TrainingBatch(TypedDict):
