@@ -1,6 +1,6 @@
 """``adapt_model_inputs`` on live mappings (SPEC.md, "``adapt_model_inputs``"): the mapping it
 returns is the one it was given, and the new attention ids are a tensor of their own. Its
-values and errors are golden cases of ``golden/cases/adapt_xdoc_output_formats.py`` (a golden run also reports
+values and errors are golden cases of ``golden/cases/attention.py`` (a golden run also reports
 any input tensor modified in place)."""
 
 from __future__ import annotations

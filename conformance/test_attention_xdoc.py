@@ -3,7 +3,7 @@ it returns is the one it was given.
 
 Every hand-written value of xdoc (worked examples C and G, mRoPE offsets (A16, F14), processor
 exclusions, ``max_sequence_length`` bounds, bad inputs) is a golden case of
-``golden/cases/adapt_xdoc_output_formats.py``, ``golden/cases/convert_text_batch.py`` and
+``golden/cases/attention.py``, ``golden/cases/convert.py`` and
 ``golden/cases/field_reports.py``; a golden run also reports any input tensor modified in place.
 """
 

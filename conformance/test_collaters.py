@@ -3,7 +3,7 @@ and ``pack_features_for_thd`` (SPEC.md, "The canonical collaters"; Decisions D-6
 
 Every hand-written value of these collaters (pad values and overrides, padding masks,
 ``pad_seq_len_divisible``, tensor and scalar fields, pre-packed and synthesized THD items,
-packed features, the errors) is a golden case of ``golden/cases/datum_collaters.py``, whose rules follow
+packed features, the errors) is a golden case of ``golden/cases/collaters.py``, whose rules follow
 upstream nemo-automodel 0.7.0's ``datasets/utils.py`` (docs/sources.md#nemo-automodel). Here:
 what a stored case cannot express (numpy scalars, Python ints whose stacked dtype the SPEC
 leaves to numpy, the exact type of returned values and exceptions, a keyword-only option

@@ -2,7 +2,7 @@
 
 The default contract's values, and which contracts ``require_supported_packing_contract``
 accepts or rejects (on plain objects and on a frozen dataclass, each bad case citing its
-[contract-validation] item), are golden cases of ``golden/cases/contract_types.py``. Here: the
+[contract-validation] item), are golden cases of ``golden/cases/contract.py``. Here: the
 backend's own default contract object refuses assignment, and a per-batch call reads only the
 attributes it uses.
 """

@@ -3,7 +3,7 @@
 
 Every hand-written expected value of ``convert_text_batch`` (worked examples A-G, bad rows,
 option types, records without positions, the unpacked route) is a golden case of
-``golden/cases/convert_text_batch.py`` and ``golden/cases/field_reports.py``, run by ``test_goldens.py``.
+``golden/cases/convert.py`` and ``golden/cases/field_reports.py``, run by ``test_goldens.py``.
 Here: the no-mutation and no-aliasing of a live ``SampleBatch``, an argument that is not a
 ``SampleBatch`` at all, and a metamorphic relation between two calls.
 """

@@ -3,7 +3,7 @@ and the canonical collaters"; Decisions A6-A9, A19), and their hypothesis invari
 
 Every hand-written value (worked examples I and J, the ``collate_datums`` parts of the field
 reports F05, F06, F08, F11, F12, F13 and F15, side inputs, the errors and their order) is a
-golden case of ``golden/cases/datum_collaters.py``. Here: what a stored case cannot express (a numpy
+golden case of ``golden/cases/datum.py``. Here: what a stored case cannot express (a numpy
 ``input_ids``, per-instance default mappings, keyword-only options passed positionally, the
 exact type of returned values and exceptions, the identity of a Datum's own objects), and
 the hypothesis invariants, whose expected values are computed in plain Python from the drawn

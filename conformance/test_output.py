@@ -1,7 +1,7 @@
 """``convert_batch_output`` on live mappings (SPEC.md, "Output formats"): it returns the mapping
 it was given. Its values (THD lengths, the -1000 fill, the errors) and the exact key sets of
-each ``convert_text_batch`` route are golden cases (``golden/cases/adapt_xdoc_output_formats.py``,
-``golden/cases/convert_text_batch.py``)."""
+each ``convert_text_batch`` route are golden cases (``golden/cases/output.py``,
+``golden/cases/convert.py``)."""
 
 from __future__ import annotations
 

@@ -4,13 +4,7 @@ Every public name is re-exported here, with the signature of SPEC.md's table [ap
 each function's docstring cites the SPEC.md clauses it implements. Readability beats speed: faster code belongs in a backend.
 """
 
-from batchspec.reference.attention import (
-    TrainingBatch,
-    adapt_model_inputs,
-    contract_requests_metadata,
-    enable_xdoc_attention,
-    require_supported_packing_contract,
-)
+from batchspec.reference.attention import adapt_model_inputs, enable_xdoc_attention
 from batchspec.reference.checkpoint import (
     decode_state,
     encode_state,
@@ -19,15 +13,7 @@ from batchspec.reference.checkpoint import (
     pipeline_topology,
 )
 from batchspec.reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
-from batchspec.reference.datum import Datum, collate_datums
-from batchspec.reference.loader import TOKEN_FIELD_CANDIDATES, ZephonDataLoader, convert_text_batch
-from batchspec.reference.output import (
-    apply_batched_output,
-    block_causal_mask,
-    check_output_format,
-    convert_batch_output,
-)
-from batchspec.reference.packing import (
+from batchspec.reference.contract import (
     BATCH_OUTPUT_FORMATS,
     CROSS_ENTROPY_IGNORE_IDX,
     DEFAULT_PACKED_SEQUENCE_CONTRACT,
@@ -37,9 +23,19 @@ from batchspec.reference.packing import (
     PackedMaskType,
     PackedSequenceContract,
     PackedSequenceMetadata,
-    build_packed_sequence_metadata,
-    get_seqlens_in_batch,
-    get_unpad_data,
+    TrainingBatch,
+    contract_requests_metadata,
+    require_supported_packing_contract,
+)
+from batchspec.reference.convert import TOKEN_FIELD_CANDIDATES, convert_text_batch
+from batchspec.reference.datum import Datum, collate_datums
+from batchspec.reference.loader import ZephonDataLoader
+from batchspec.reference.metadata import build_packed_sequence_metadata, get_seqlens_in_batch, get_unpad_data
+from batchspec.reference.output import (
+    apply_batched_output,
+    block_causal_mask,
+    check_output_format,
+    convert_batch_output,
 )
 
 __version__ = "0.1.0"

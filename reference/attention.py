@@ -1,4 +1,4 @@
-"""``TrainingBatch``, attention membership and packing-contract validation.
+"""Attention membership: ``adapt_model_inputs`` and ``enable_xdoc_attention``.
 
 Mirrors upstream ``nemo_automodel/components/datasets/zephon/attention.py`` (the
 ``zephon.attention`` page, docs/sources.md#seed-001): a stateless mapping from Zephon's
@@ -7,106 +7,13 @@ collated tensors to AutoModel's packed input contract.
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import torch
 
-from batchspec.reference.packing import PACKED_MASK_TYPES, PackedSequenceContract
+from batchspec.reference.contract import PackedSequenceContract, TrainingBatch
 
-__all__ = [
-    "TrainingBatch",
-    "adapt_model_inputs",
-    "contract_requests_metadata",
-    "enable_xdoc_attention",
-    "require_supported_packing_contract",
-]
-
-
-class TrainingBatch(TypedDict):
-    """Collated tensors handed to the model [tb-shapes, tb-dtypes, tb-keys].
-
-    Token fields are ``[batch, sequence]``; ``position_ids`` is ``[batch, sequence]``, or
-    ``[axes, batch, sequence]`` for mRoPE. SPEC.md's "TrainingBatch" section gives every
-    field's dtype, padding value and presence.
-    """
-
-    input_ids: torch.Tensor
-    labels: torch.Tensor
-    padding_mask: torch.Tensor
-    position_ids: torch.Tensor
-    document_ids: NotRequired[torch.Tensor]
-    attention_document_ids: NotRequired[torch.Tensor]
-    attention_mask: NotRequired[torch.Tensor]
-    _packed_seq_ids: NotRequired[torch.Tensor]
-    packed_token_indices: NotRequired[torch.Tensor]
-    cu_seqlens: NotRequired[torch.Tensor]
-    max_seqlen: NotRequired[int]
-    seq_lens: NotRequired[torch.Tensor]
-    seq_lens_padded: NotRequired[torch.Tensor]
-    qkv_format: NotRequired[str]
-
-
-def contract_requests_metadata(packing_contract: PackedSequenceContract) -> bool:
-    """Whether the contract asks for the gathered-token bundle [contract-metadata-flag].
-
-    Reads ``return_packed_sequence_metadata``, or the legacy spelling
-    ``requires_packed_sequence_metadata`` when only that one exists.
-
-    Raises:
-        TypeError: neither attribute exists, or its value is not a ``bool``.
-    """
-    for name in ("return_packed_sequence_metadata", "requires_packed_sequence_metadata"):
-        if hasattr(packing_contract, name):
-            value = getattr(packing_contract, name)
-            if not isinstance(value, bool):
-                raise TypeError(f"packing_contract.{name} must be a bool, got {type(value).__name__} {value!r}")
-            return value
-    raise TypeError(
-        "packing_contract must have a bool attribute return_packed_sequence_metadata "
-        f"(or the legacy requires_packed_sequence_metadata); {type(packing_contract).__name__} has neither"
-    )
-
-
-def require_supported_packing_contract(contract: PackedSequenceContract) -> None:
-    """Validate a packing contract once, when a loader is built [contract-validation,
-    contract-metadata-flag, contract-once].
-
-    Reads the contract; never mutates it.
-
-    Args:
-        contract: an object with ``packed_mask_type`` (one of ``"block_causal"``,
-            ``"document_ids"``) and a bool metadata request (see
-            ``contract_requests_metadata``); optionally a bool ``return_document_ids`` and an
-            ``int`` (>= 1) or ``None`` ``max_sequence_length``.
-
-    Raises:
-        TypeError: an attribute is missing or has the wrong type.
-        ValueError: ``packed_mask_type`` is not a known mask type, or
-            ``max_sequence_length`` < 1.
-    """
-    if not hasattr(contract, "packed_mask_type"):
-        raise TypeError(f"packing_contract must have a packed_mask_type attribute; {type(contract).__name__} has none")
-    mask_type = contract.packed_mask_type
-    if mask_type not in PACKED_MASK_TYPES:
-        raise ValueError(
-            f"packing_contract.packed_mask_type must be one of {list(PACKED_MASK_TYPES)}, got {mask_type!r}"
-        )
-    contract_requests_metadata(contract)
-    return_document_ids = getattr(contract, "return_document_ids", False)
-    if not isinstance(return_document_ids, bool):
-        raise TypeError(
-            "packing_contract.return_document_ids must be a bool, "
-            f"got {type(return_document_ids).__name__} {return_document_ids!r}"
-        )
-    max_sequence_length = getattr(contract, "max_sequence_length", None)
-    if max_sequence_length is not None:
-        if isinstance(max_sequence_length, bool) or not isinstance(max_sequence_length, int):
-            raise TypeError(
-                "packing_contract.max_sequence_length must be an int or None, "
-                f"got {type(max_sequence_length).__name__} {max_sequence_length!r}"
-            )
-        if max_sequence_length < 1:
-            raise ValueError(f"packing_contract.max_sequence_length must be >= 1, got {max_sequence_length}")
+__all__ = ["adapt_model_inputs", "enable_xdoc_attention"]
 
 
 def adapt_model_inputs(batch: TrainingBatch, attention_eligibility: torch.Tensor | None = None) -> TrainingBatch:
@@ -165,6 +72,28 @@ def adapt_model_inputs(batch: TrainingBatch, attention_eligibility: torch.Tensor
     return batch
 
 
+def _xdoc_ids(batch: TrainingBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """``document_ids`` and ``attention_document_ids``, checked [xdoc-errors]: the three
+    fields are present, the two ids int64 tensors of one ``[batch, sequence]`` shape."""
+    for name in ("document_ids", "attention_document_ids", "position_ids"):
+        if name not in batch:
+            raise ValueError(f"enable_xdoc_attention: batch has no {name!r} entry (run adapt_model_inputs first)")
+    document_ids = batch["document_ids"]
+    attention_document_ids = batch["attention_document_ids"]
+    for name, tensor in (("document_ids", document_ids), ("attention_document_ids", attention_document_ids)):
+        if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.int64:
+            raise TypeError(
+                f"enable_xdoc_attention: {name} must be an int64 tensor, got "
+                f"{getattr(tensor, 'dtype', type(tensor).__name__)}"
+            )
+    if document_ids.ndim != 2 or attention_document_ids.shape != document_ids.shape:
+        raise ValueError(
+            "enable_xdoc_attention: document_ids and attention_document_ids must share one shape "
+            f"[batch, sequence], got {tuple(document_ids.shape)} and {tuple(attention_document_ids.shape)}"
+        )
+    return document_ids, attention_document_ids
+
+
 def _position_axes(position_ids: torch.Tensor, document_ids: torch.Tensor) -> torch.Tensor:
     """``position_ids`` as ``[axes, batch, sequence]`` (text has one axis) [xdoc-errors]."""
     if not isinstance(position_ids, torch.Tensor) or position_ids.dtype != torch.int64:
@@ -215,22 +144,7 @@ def enable_xdoc_attention(batch: TrainingBatch, packing_contract: PackedSequence
             token with ``document_ids > 0``) ``>= max_sequence_length``.
         TypeError: one of the three is not an int64 tensor.
     """
-    for name in ("document_ids", "attention_document_ids", "position_ids"):
-        if name not in batch:
-            raise ValueError(f"enable_xdoc_attention: batch has no {name!r} entry (run adapt_model_inputs first)")
-    document_ids = batch["document_ids"]
-    attention_document_ids = batch["attention_document_ids"]
-    for name, tensor in (("document_ids", document_ids), ("attention_document_ids", attention_document_ids)):
-        if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.int64:
-            raise TypeError(
-                f"enable_xdoc_attention: {name} must be an int64 tensor, got "
-                f"{getattr(tensor, 'dtype', type(tensor).__name__)}"
-            )
-    if document_ids.ndim != 2 or attention_document_ids.shape != document_ids.shape:
-        raise ValueError(
-            "enable_xdoc_attention: document_ids and attention_document_ids must share one shape "
-            f"[batch, sequence], got {tuple(document_ids.shape)} and {tuple(attention_document_ids.shape)}"
-        )
+    document_ids, attention_document_ids = _xdoc_ids(batch)
     old_positions = _position_axes(batch["position_ids"], document_ids)
     if bool((old_positions < 0).any()):
         raise ValueError("enable_xdoc_attention: position_ids must be >= 0 (subdocument-local coordinates)")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
+from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
 
 __all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
 
@@ -80,6 +80,17 @@ def _with_batch_axis(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.unsqueeze(0) if tensor.ndim == 1 else tensor
 
 
+def _stacked_field(values: list[Any]) -> torch.Tensor | None:
+    """One key's values batched without padding [dcoll-fields]: pre-batched tensors
+    ``[B_i, ...]`` concatenated along the batch axis, or one scalar per example stacked to a
+    ``[B]`` tensor (dtype as numpy infers it); ``None`` for a list field, which the caller pads."""
+    if all(isinstance(v, torch.Tensor) and v.ndim > 0 for v in values):
+        return torch.cat([_with_batch_axis(v) for v in values], dim=0)
+    if all(_is_scalar(v) for v in values):
+        return torch.as_tensor(np.asarray(values))
+    return None
+
+
 def default_collater(
     batch: Sequence[Mapping[str, Any]],
     pad_seq_len_divisible: int | None = None,
@@ -123,17 +134,12 @@ def default_collater(
     result: dict[str, Any] = {}
     for key in keys:
         values = [item[key] for item in batch]
-
-        if all(isinstance(v, torch.Tensor) and v.ndim > 0 for v in values):
-            # Pre-batched tensors [B_i, ...]: concatenate along the batch axis.
-            result[key] = torch.cat([_with_batch_axis(v) for v in values], dim=0)
-        elif all(_is_scalar(v) for v in values):
-            # One scalar per example: a [B] tensor, dtype as numpy infers it.
-            result[key] = torch.as_tensor(np.asarray(values))
-        else:
+        field = _stacked_field(values)
+        if field is None:
             # Ragged sequences: right-pad and make an int64 [B, S] tensor.
             padded = _right_pad(values, _pad_value(key, overrides), pad_seq_len_divisible)
-            result[key] = torch.tensor(padded, dtype=torch.int64)
+            field = torch.tensor(padded, dtype=torch.int64)
+        result[key] = field
 
     # [dcoll-padding-mask] Prefer the real attention mask: comparing token values with the pad
     # id would also mark a real token that equals the pad id (pad == eos) as padding.
@@ -173,6 +179,24 @@ def _synthesize_pack(item: Mapping[str, Any], width: int, input_ids_pad: int) ->
 def _stack_rows(rows: list[Any]) -> torch.Tensor:
     """Stack per-item token sequences to ``[B, L]`` (``RuntimeError`` for different lengths)."""
     return _with_batch_axis(torch.stack([torch.as_tensor(row) for row in rows]))
+
+
+def _thd_batch(
+    input_ids: torch.Tensor,
+    labels: torch.Tensor,
+    position_ids: torch.Tensor,
+    seq_lens: torch.Tensor,
+    seq_lens_padded: torch.Tensor,
+) -> dict[str, Any]:
+    """The THD collater's output: exactly these keys, in this order [thdcoll-prepacked]."""
+    return {
+        "input_ids": input_ids,
+        "labels": labels,
+        "position_ids": position_ids,
+        "seq_lens": seq_lens,
+        "seq_lens_padded": seq_lens_padded,
+        "qkv_format": "thd",
+    }
 
 
 def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -221,14 +245,7 @@ def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str
     seq_lens_padded = torch.tensor(
         _right_pad([r["seq_lens_padded"] for r in records], _SEQ_LENS_PAD), dtype=torch.int64
     )
-    return {
-        "input_ids": input_ids,
-        "labels": labels,
-        "position_ids": position_ids,
-        "seq_lens": seq_lens,
-        "seq_lens_padded": seq_lens_padded,
-        "qkv_format": "thd",
-    }
+    return _thd_batch(input_ids, labels, position_ids, seq_lens, seq_lens_padded)
 
 
 def pack_features_for_thd(

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from batchspec.reference.collaters import default_collater, pack_features_for_thd, packed_sequence_thd_collater
-from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX
+from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX
 
 __all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
 

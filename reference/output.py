@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import torch
 
-from batchspec.reference.attention import TrainingBatch, contract_requests_metadata
-from batchspec.reference.packing import (
+from batchspec.reference.contract import (
     BATCH_OUTPUT_FORMATS,
     THD_LENGTH_PAD,
     PackedSequenceContract,
-    build_packed_sequence_metadata,
+    TrainingBatch,
+    contract_requests_metadata,
 )
+from batchspec.reference.metadata import build_packed_sequence_metadata
 
 __all__ = ["THD_LENGTH_PAD", "apply_batched_output", "block_causal_mask", "check_output_format", "convert_batch_output"]
 

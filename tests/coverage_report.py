@@ -97,13 +97,14 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "`default_collater` a field of bools or strings, so a collater that stacks `[True, False]` would pass. "
         "SPEC names no error for the list path they then take (the reference and upstream raise `TypeError`).",
     ),
-    # loader.py
-    "loader.py:_as_int_list:except TypeError as error:": (
+    # convert.py
+    "convert.py:_as_int_list:except TypeError as error:": (
         "gap",
         "[ctb-input-errors] item 4 with a numpy `dtype=object` token field, which `torch.as_tensor` refuses: "
-        "the suite's item-4 cases are a float list and a float tensor (golden/cases/convert_text_batch.py), "
+        "the suite's item-4 cases are a float list and a float tensor (golden/cases/convert.py), "
         "never an object array.",
     ),
+    # loader.py
     "loader.py:ZephonDataLoader.state_dict:except RuntimeError as error:": (
         "multirank",
         "[state-collective-timeout]: only a rank whose peer never calls `state_dict()` makes Zephon's collective "

@@ -35,7 +35,7 @@ def test_every_must_clause_has_a_reference_symbol():
     cited = reference_citations()
     missing = sorted(cid for cid, level in spec_clauses().items() if level == "MUST" and not cited.get(cid))
     assert not missing, f"MUST clauses that no reference symbol cites: {missing}"
-    assert "reference/loader.py::convert_text_batch" in cited["ctb-shift"]
+    assert "reference/convert.py::convert_text_batch" in cited["ctb-shift"]
     assert "reference/loader.py::ZephonDataLoader.load_state_dict" in cited["state-load-validates-first"]
 
 

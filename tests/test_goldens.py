@@ -24,7 +24,7 @@ MIN_CASES = 150
 
 # MUST clauses that no golden case can express, each with the reason. The ZephonDataLoader
 # clauses, the real-data scenario and the single-process checkpoint state (SPEC.md sections 9, 12, 10) are
-# golden cases of golden/cases/loader.py and golden/cases/loader_state.py; the multi-rank clauses (section 11)
+# golden cases of golden/cases/loader.py and golden/cases/checkpoint.py; the multi-rank clauses (section 11)
 # need several rank processes and a launcher, which a stored case cannot provide.
 MULTIRANK_REASON = (
     "needs real rank processes; conformance/test_checkpoint_ranks.py runs it under mpiexec and torch.distributed"

@@ -59,7 +59,7 @@ def test_every_clause_is_checked_by_a_passing_test(reference_run):
     assert not untested, f"clauses with no conformance test: {untested}"
     assert set(report) <= set(clauses), f"the report lists unknown clauses: {sorted(set(report) - set(clauses))}"
     # Checks that cite one enumerated item ("contract-validation.4") count under their clause: the
-    # golden cases of golden/cases/contract_types.py that cite an item of [contract-validation].
+    # golden cases of golden/cases/contract.py that cite an item of [contract-validation].
     item_cases = {c.name for c in load_all() if any(cid.startswith("contract-validation.") for cid in c.clauses)}
     assert len(item_cases) >= 9, sorted(item_cases)  # one case per item at least (items 1-6)
     assert {

@@ -16,10 +16,10 @@ from batchspec.backends.vectorized.collaters import (
     pack_features_for_thd,
     packed_sequence_thd_collater,
 )
+from batchspec.backends.vectorized.convert import convert_text_batch
 from batchspec.backends.vectorized.datum import Datum, collate_datums
 from batchspec.backends.vectorized.metadata import build_packed_sequence_metadata, get_unpad_data
 from batchspec.backends.vectorized.output import convert_batch_output
-from batchspec.backends.vectorized.text import convert_text_batch
 from batchspec.reference import (
     DEFAULT_PACKED_SEQUENCE_CONTRACT,
     BatchOutputFormat,

@@ -13,6 +13,9 @@ from typing import Any
 
 import torch
 
+# The field checks have no tensor work: the reference's.
+from batchspec.reference.attention import _position_axes, _xdoc_ids
+
 __all__ = ["adapt_model_inputs", "enable_xdoc_attention", "xdoc_positions"]
 
 
@@ -21,22 +24,11 @@ def _dtype_name(value: Any) -> str:
 
 
 def adapt_model_inputs(batch: dict, attention_eligibility: torch.Tensor | None = None) -> dict:
-    """Add ``attention_document_ids`` [adapt-attention-ids, adapt-no-mutation, adapt-errors,
-    tb-device, tb-no-aliasing].
+    """``batchspec.reference.attention.adapt_model_inputs``, vectorized (SPEC.md section 5,
+    "``adapt_model_inputs``": shapes, dtypes, errors and clauses are there).
 
-    Args:
-        batch: mapping with int64 ``document_ids`` ``[batch, sequence]``.
-        attention_eligibility: optional bool ``[batch, sequence]``; False excludes a token.
-
-    Returns:
-        The same mapping with a new int64 ``attention_document_ids`` ``[batch, sequence]``:
-        ``document_ids`` where eligible, 0 elsewhere.
-
-    Raises:
-        ValueError: ``document_ids`` missing or not 2-D; ``attention_eligibility`` of another
-            shape (both shapes named).
-        TypeError: ``document_ids`` not an int64 tensor; ``attention_eligibility`` not a bool
-            tensor.
+    One ``clone`` (no eligibility) or one ``masked_fill`` over the whole batch; the checks read
+    only dtypes and shapes, so the device is never read.
     """
     document_ids = batch.get("document_ids")
     if document_ids is None:
@@ -88,20 +80,6 @@ def xdoc_positions(positions: torch.Tensor, ranks: torch.Tensor, translated: tor
     return positions + shift[None]
 
 
-def _position_axes(position_ids: Any, document_ids: torch.Tensor) -> torch.Tensor:
-    """``position_ids`` as ``[axes, B, S]`` [xdoc-errors] items 2 and 3."""
-    if not isinstance(position_ids, torch.Tensor) or position_ids.dtype != torch.int64:
-        raise TypeError(f"position_ids: expected an int64 tensor, got {_dtype_name(position_ids)}")
-    if position_ids.ndim == 2 and position_ids.shape == document_ids.shape:
-        return position_ids[None]
-    if position_ids.ndim == 3 and position_ids.shape[1:] == document_ids.shape and position_ids.shape[0] >= 1:
-        return position_ids
-    raise ValueError(
-        f"position_ids: expected [batch, sequence] {tuple(document_ids.shape)} or [axes, batch, sequence], "
-        f"got shape {tuple(position_ids.shape)}"
-    )
-
-
 def _max_sequence_length(packing_contract: Any) -> int | None:
     value = getattr(packing_contract, "max_sequence_length", None)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -116,43 +94,15 @@ def xdoc_bound_error(largest: int, max_sequence_length: int) -> ValueError:
 
 
 def enable_xdoc_attention(batch: dict, packing_contract: Any) -> dict:
-    """Join each row's subdocuments for attention and number them continuously
-    [xdoc-attention-ids, xdoc-positions, xdoc-untouched, xdoc-contract, xdoc-errors,
-    contract-no-revalidation, tb-device, tb-no-aliasing].
+    """``batchspec.reference.attention.enable_xdoc_attention``, vectorized (SPEC.md section 6,
+    "``enable_xdoc_attention``": shapes, dtypes, errors and clauses are there).
 
-    Args:
-        batch: mapping with int64 ``document_ids`` and ``attention_document_ids``
-            ``[batch, sequence]`` and int64 ``position_ids`` ``[batch, sequence]`` or
-            ``[axes, batch, sequence]`` (mRoPE), non-negative.
-        packing_contract: only ``max_sequence_length`` is read (an int bounds every translated
-            position; anything else bounds nothing).
-
-    Returns:
-        The same mapping with new ``attention_document_ids`` (1 where positive, else 0) and
-        ``position_ids`` (same shape as given; subdocument ``k`` in id order shifted by one
-        more than the largest translated coordinate of the subdocument before it, over all
-        axes; tokens with ``document_ids <= 0`` unchanged).
-
-    Raises:
-        ValueError: a missing field; a shape that does not fit (the field named); a negative
-            position; a translated position ``>= max_sequence_length``.
-        TypeError: a field that is not an int64 tensor.
+    The shift is ``xdoc_positions`` (one ``scatter_reduce``, a ``cumsum`` and a ``gather``; see
+    this module's docstring) over the ranks of ``torch.unique``'s ids; the device is read once,
+    for the negative-position flag and, with an int ``max_sequence_length``, the largest
+    translated position.
     """
-    for name in ("document_ids", "attention_document_ids", "position_ids"):
-        if name not in batch:
-            raise ValueError(f"enable_xdoc_attention needs batch[{name!r}]; the key is missing")
-    document_ids = batch["document_ids"]
-    attention_document_ids = batch["attention_document_ids"]
-    for name, tensor in (("document_ids", document_ids), ("attention_document_ids", attention_document_ids)):
-        if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.int64:
-            raise TypeError(f"{name}: expected an int64 tensor, got {_dtype_name(tensor)}")
-    if document_ids.ndim != 2:
-        raise ValueError(f"document_ids: expected [batch, sequence], got shape {tuple(document_ids.shape)}")
-    if attention_document_ids.shape != document_ids.shape:
-        raise ValueError(
-            f"attention_document_ids: shape {tuple(attention_document_ids.shape)} differs from document_ids "
-            f"shape {tuple(document_ids.shape)}"
-        )
+    document_ids, attention_document_ids = _xdoc_ids(batch)
     positions = _position_axes(batch["position_ids"], document_ids)
 
     translated = document_ids > 0

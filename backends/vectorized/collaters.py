@@ -30,45 +30,22 @@ import numpy as np
 import torch
 
 from batchspec.reference import collaters as _reference
-from batchspec.reference.collaters import PAD_TOKEN_IDS_KEY
-from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX, THD_LENGTH_PAD
+
+# The pad-value rule [dcoll-pad-values], the tensor and scalar fields [dcoll-fields] and the THD
+# key order [thdcoll-prepacked] are the reference's.
+from batchspec.reference.collaters import PAD_TOKEN_IDS_KEY, _pad_value, _stacked_field, _thd_batch, _with_batch_axis
+from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN, THD_LENGTH_PAD
 
 __all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
-
-# [dcoll-pad-values] Built-in pad values of list fields; any other key pads with item 0's last element.
-_DEFAULT_PAD_VALUES = {"labels": CROSS_ENTROPY_IGNORE_IDX, "attention_mask": 0, "loss_mask": 0, "input_ids": 0}
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 class _Delegate(Exception):
     """Raised by a fast path for an input it does not handle; the caller re-runs the reference."""
 
 
-def _pad_value(key: str, overrides: Mapping[str, Any] | None) -> Any:
-    """The pad value of a list field: the override, then the built-in default, else None (item 0's
-    last element) [dcoll-pad-values]."""
-    if overrides is None:
-        overrides = {}
-    return overrides.get(key, _DEFAULT_PAD_VALUES.get(key))
-
-
-def _is_scalar(value: Any) -> bool:
-    """One scalar per example [dcoll-fields]: 0-D tensors, Python ints and floats, anything with
-    ``ndim == 0``; not ``bool``, ``str`` or ``bytes`` (the reference's rule)."""
-    if isinstance(value, torch.Tensor):
-        return value.ndim == 0
-    if isinstance(value, (str, bytes, bool)):
-        return False
-    if isinstance(value, (int, float)):
-        return True
-    return getattr(value, "ndim", None) == 0
-
-
 def _is_int64_pad(pad: Any) -> bool:
     """Whether ``pad`` is a plain Python int that int64 holds (the only pad the fast paths use)."""
-    return type(pad) is int and _INT64_MIN <= pad <= _INT64_MAX
+    return type(pad) is int and INT64_MIN <= pad <= INT64_MAX
 
 
 def _int_row(row: Any) -> np.ndarray:
@@ -121,11 +98,6 @@ def _pad_int_lists(rows: list[Any], pad: Any, pad_seq_len_divisible: Any = None)
     return _scatter_rows(rows, lengths, width, pad)
 
 
-def _with_batch_axis(tensor: torch.Tensor) -> torch.Tensor:
-    """A 1-D tensor ``[N]`` as ``[1, N]`` (out of place); any other tensor unchanged."""
-    return tensor.unsqueeze(0) if tensor.ndim == 1 else tensor
-
-
 def _stack_rows(rows: list[Any]) -> torch.Tensor:
     """Equal-length token rows stacked to ``[B, L]`` [thdcoll-prepacked]: tensors with the
     reference's ``torch.stack`` (dtype and device kept), plain int lists with one ``np.array``
@@ -152,15 +124,11 @@ def _default_collater_fast(batch: Sequence[Mapping[str, Any]], pad_seq_len_divis
         if key == PAD_TOKEN_IDS_KEY:
             continue
         values = [item[key] for item in batch]
-        if all(isinstance(v, torch.Tensor) and v.ndim > 0 for v in values):
-            # Pre-batched tensors [B_i, ...]: one concatenation along the batch axis.
-            result[key] = torch.cat([_with_batch_axis(v) for v in values], dim=0)
-        elif all(_is_scalar(v) for v in values):
-            # One scalar per example: a [B] tensor, dtype as numpy infers it (as the reference).
-            result[key] = torch.as_tensor(np.asarray(values))
-        else:
+        field = _stacked_field(values)  # tensors and scalars: the reference's (already whole-batch)
+        if field is None:
             padded[key] = _pad_int_lists(values, _pad_value(key, overrides), pad_seq_len_divisible)
-            result[key] = torch.from_numpy(padded[key])
+            field = torch.from_numpy(padded[key])
+        result[key] = field
 
     # [dcoll-padding-mask] By position when there is an attention mask, else by pad id (on the
     # int64 array of a list field: ``== 0`` is ``~bool()``).
@@ -182,41 +150,13 @@ def default_collater(
     batch: Sequence[Mapping[str, Any]],
     pad_seq_len_divisible: int | None = None,
 ) -> dict[str, Any]:
-    """Pad and batch a list of examples [dcoll-fields, dcoll-pad-values, dcoll-padding-mask,
-    collaters-no-mutation, tb-device].
+    """``batchspec.reference.collaters.default_collater``, vectorized (SPEC.md section 8, "The
+    canonical collaters": keys, pads, dtypes, errors and clauses are there).
 
-    Args:
-        batch: ``B`` example mappings. The keys come from item 0, in its order (a later item's
-            extra keys are ignored). Item 0 may carry ``___PAD_TOKEN_IDS___``, a ``{key: pad}``
-            dict that overrides the built-in pad values; it is not an output key.
-        pad_seq_len_divisible: when truthy, padded list fields are widened to a multiple of it.
-
-    Returns:
-        A new dict, per key in item 0's order:
-
-        * all values tensors with ``ndim >= 1``: concatenated along dim 0 (a 1-D value ``[N]``
-          counts as ``[1, N]``); dtype, device and trailing axes kept (``torch.cat``'s type
-          promotion when dtypes differ);
-        * all values scalars (0-D tensors, Python/numpy scalars; not ``bool``/``str``):
-          stacked to ``[B]`` through numpy (Python floats give float64, ints int64);
-        * otherwise (lists): right-padded to ``S`` (the longest, rounded up) and returned as
-          int64 ``[batch, sequence]`` = ``[B, S]`` on the CPU. Pads: the override, else
-          ``labels`` -100, ``attention_mask`` 0, ``loss_mask`` 0, ``input_ids`` 0, else item
-          0's last element.
-
-        then ``padding_mask``, bool ``[B, S]``: ``attention_mask == 0`` when that key exists,
-        else ``input_ids == pad id`` (override or 0); absent when neither key exists.
-
-    Raises:
-        IndexError: ``batch`` is empty (or a list field without a pad value is empty on item 0).
-        KeyError: a later item lacks one of item 0's keys (the key is the missing one).
-        TypeError: a list field mixes in a value without a length (e.g. an ``int`` or ``bool``).
-        RuntimeError: torch's errors for tensors that do not concatenate.
-
-    Lists of Python ints are padded with whole-batch numpy operations; any other list content
-    (floats, bools, nested lists, a non-list row, a non-int pad) and every error case is
-    computed by ``batchspec.reference.collaters.default_collater``, so those results and errors are
-    the reference's. The items, their lists and tensors are never modified (D-6).
+    Lists of Python ints are padded with whole-batch numpy operations (``_pad_int_lists``); any
+    other list content (floats, bools, nested lists, a non-list row, a non-int pad) and every
+    error case are computed by the reference function, so those results and errors are the
+    reference's. The items are never modified (D-6).
     """
     try:
         return _default_collater_fast(batch, pad_seq_len_divisible)
@@ -283,47 +223,17 @@ def _packed_sequence_thd_collater_fast(batch: Sequence[Mapping[str, Any]]) -> di
         seq_lens = torch.tensor(real_tokens, dtype=torch.int64).unsqueeze(1)
         seq_lens_padded = torch.full((len(batch), 1), width, dtype=torch.int64)
 
-    return {
-        "input_ids": input_ids,
-        "labels": labels,
-        "position_ids": position_ids,
-        "seq_lens": seq_lens,
-        "seq_lens_padded": seq_lens_padded,
-        "qkv_format": "thd",
-    }
+    return _thd_batch(input_ids, labels, position_ids, seq_lens, seq_lens_padded)
 
 
 def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Batch pre-packed (or single-sequence) items in THD form [thdcoll-prepacked,
-    thdcoll-synthesized, collaters-no-mutation, tb-device].
-
-    Args:
-        batch: ``B`` item mappings. Pre-packed items (item 0 has ``seq_lens``) carry
-            ``input_ids``, ``labels``, ``position_ids`` (all of one length ``L``) and
-            ``seq_lens``/``seq_lens_padded`` (``K_i`` entries). Otherwise every item is one
-            sequence (``input_ids``, ``labels``, optional ``attention_mask``) and is
-            synthesized into a one-sequence pack of the longest item's length ``L``.
-            ``___PAD_TOKEN_IDS___`` on item 0 overrides the ``input_ids`` pad (default 0).
-
-    Returns:
-        ``{}`` for an empty batch; otherwise exactly, in this order: ``input_ids``, ``labels``,
-        ``position_ids`` (``[batch, sequence]`` = ``[B, L]``, int64 for int lists; tensors
-        keep their dtype and device), ``seq_lens``, ``seq_lens_padded`` (int64 ``[B, K]``,
-        ``K = max K_i``, padded with -1000; ``[B, 1]`` when synthesized) and
-        ``qkv_format = "thd"``. Every other key is dropped; there is no ``padding_mask``.
-        Synthesized ``input_ids`` are padded with the pad id, ``labels`` with -100 (not masked
-        where ``attention_mask`` is 0), ``position_ids`` are ``0 .. L - 1`` on every row and
-        ``seq_lens`` is ``sum(attention_mask)`` (the length without a mask).
-
-    Raises:
-        KeyError: a required key is missing (``labels`` included, in synthesis mode).
-        RuntimeError: pre-packed items of different lengths (from ``torch.stack``).
+    """``batchspec.reference.collaters.packed_sequence_thd_collater``, vectorized (SPEC.md
+    section 8, "The canonical collaters": keys, pads, dtypes, errors and clauses are there).
 
     Int lists (and, in synthesis mode, 1-D CPU int64 tensors) are padded and stacked with
     whole-batch numpy/torch operations; other contents (floats, bools, empty items, labels of
     another length, non-int64 tensors to synthesize, an odd pad value) and every error case
-    are computed by ``batchspec.reference.collaters.packed_sequence_thd_collater``. The items are never
-    modified (D-6).
+    are computed by the reference function. The items are never modified (D-6).
     """
     try:
         return _packed_sequence_thd_collater_fast(batch)
@@ -337,25 +247,8 @@ def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str
 def pack_features_for_thd(
     features: Sequence[Mapping[str, Any]], *, ignore_index: int = CROSS_ENTROPY_IGNORE_IDX
 ) -> dict[str, list]:
-    """Join single-sequence features end to end into one pre-packed record [pack-features,
-    pack-errors, collaters-no-mutation].
-
-    Args:
-        features: ``N >= 1`` mappings with ``input_ids`` (a non-empty sequence, ``T_i``
-            entries) and optionally ``labels`` (``T_i`` entries). Lists or 1-D tensors (a
-            tensor contributes its 0-D elements, as ``list(tensor)`` gives them).
-        ignore_index: keyword-only; the label of every position of a feature without ``labels``.
-
-    Returns:
-        A new dict of plain lists: ``input_ids`` and ``labels`` (``sum(T_i)`` entries, features
-        in order), ``position_ids`` (``0 .. T_i - 1`` per feature), ``seq_lens`` (the ``T_i``)
-        and ``seq_lens_padded`` (a copy of ``seq_lens``: no separators).
-
-    Raises:
-        ValueError: for no feature; for an empty ``input_ids`` (``"cannot pack an empty
-            sequence"``); for labels of another length than ``input_ids`` (``"labels length X
-            does not match input_ids length Y"``). Checked feature by feature, in that order.
-        KeyError: a feature without ``input_ids``.
+    """``batchspec.reference.collaters.pack_features_for_thd``, vectorized (SPEC.md section 8,
+    "The canonical collaters": the record, errors and their order, clauses are there).
 
     The lists are joined with ``itertools.chain`` (C-level, no Python loop over tokens); the
     features and their lists are never modified.

@@ -25,17 +25,14 @@ import numpy as np
 import torch
 
 from batchspec.reference import datum as _reference
+from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN
 from batchspec.reference.datum import Datum
-from batchspec.reference.packing import CROSS_ENTROPY_IGNORE_IDX
 
 __all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
 
 # Token dtypes read exactly as ``tolist()`` reads them (uint16/32/64 and bool are left to the
 # reference: bool lists stay bool in packed mode, and torch supports the wide unsigned types barely).
 _INT_DTYPES = frozenset({torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8})
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 class _Delegate(Exception):
@@ -112,7 +109,7 @@ def _cat_float32(parts: list[torch.Tensor]) -> torch.Tensor:
 def _collate_fast(
     datums: Sequence[Datum], packed: Any, pad_seq_len_divisible: Any, ignore_index: Any
 ) -> dict[str, Any]:
-    if type(ignore_index) is not int or not _INT64_MIN <= ignore_index <= _INT64_MAX:
+    if type(ignore_index) is not int or not INT64_MIN <= ignore_index <= INT64_MAX:
         raise _Delegate
 
     # One pass over the datums: their token tensors, lengths and loss_fn_inputs.
@@ -201,43 +198,12 @@ def collate_datums(
     pad_seq_len_divisible: int | None = None,
     ignore_index: int = CROSS_ENTROPY_IGNORE_IDX,
 ) -> dict[str, Any]:
-    """Collate datums into one model-ready batch [collate-keyword-only, collate-padded,
-    collate-padding-by-position, collate-packed, collate-weights, collate-side-inputs,
-    collate-errors, collate-empty-datum-padded, collate-no-mutation, tb-device].
+    """``batchspec.reference.datum.collate_datums``, vectorized (SPEC.md section 8,
+    "``collate_datums``": keys, shapes, dtypes, errors and their order, clauses are there).
 
-    Args:
-        datums: ``B >= 1`` datums, one sequence each (lengths ``T_i``).
-        packed: keyword-only. False: padded ``[B, W]`` rows; True: one THD row ``[1, sum(T_i)]``.
-        pad_seq_len_divisible: keyword-only; padded mode rounds ``W`` up to a multiple of it
-            (ignored when packed).
-        ignore_index: keyword-only; the label where ``weights == 0``, and of every position
-            of a datum without ``target_tokens`` in packed mode. Padded mode's padding labels
-            are -100 whatever it is (A6).
-
-    Returns:
-        Padded: ``input_ids`` int64 ``[batch, sequence]`` = ``[B, W]`` (pad 0),
-        ``attention_mask`` int64 ``[B, W]`` (1 on real tokens), ``labels`` int64 ``[B, W]``
-        (only with ``target_tokens``; pad -100), ``padding_mask`` bool ``[B, W]``
-        (``attention_mask == 0``), with ``W = max(T_i)`` rounded up; a zero-length datum is an
-        all-padding row. Packed: ``input_ids``, ``labels``, ``position_ids`` int64
-        ``[1, sum(T_i)]``, ``seq_lens`` and ``seq_lens_padded`` int64 ``[1, B]``,
-        ``qkv_format = "thd"``. Token fields are on the CPU. Then, both modes, every
-        ``loss_fn_inputs`` key except ``target_tokens`` in sorted order, float32 on its values'
-        device: per-token (every datum's flattened value has ``T_i`` entries) ``[B, W]`` with
-        0.0 padding, or ``[1, sum(T_i)]``; otherwise per-sample ``[B]``, each value's first
-        element.
-
-    Raises:
-        ValueError: no datum (checked first); packed mode: an empty datum, or
-            ``target_tokens`` whose length is not ``seq_len`` (naming both lengths); datums
-            with different ``loss_fn_inputs`` key sets (naming ``loss_fn_inputs``; checked
-            after collation).
-        KeyError: ``'labels'``, padded mode, datum 0 has ``target_tokens`` and a later one
-            does not.
-        RuntimeError: ``weights`` that do not broadcast against ``target_tokens``.
-
-    Errors come in the order [collate-errors] fixes: every failing call (and every input the
-    fast path does not handle) is computed by ``batchspec.reference.datum.collate_datums``. The datums,
+    Built straight from the datum tensors with whole-batch operations (this module's
+    docstring). Every failing call, and every input the fast path does not handle, is computed
+    by the reference function, so errors come in the order [collate-errors] fixes. The datums,
     their tensors and their ``loss_fn_inputs`` mappings are never modified.
     """
     if len(datums) == 0:

@@ -77,22 +77,12 @@ def _extremes(attention_mask: torch.Tensor) -> tuple[int, int, int]:
 
 
 def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Flat varlen metadata of an indexed or binary mask [unpad-errors, unpad-binary,
-    unpad-indexed, unpad-outputs, unpad-precondition, tb-device, tb-no-aliasing].
+    """``batchspec.reference.metadata.get_unpad_data``, vectorized (SPEC.md section 2, "Packed
+    metadata": outputs, dtypes, errors and clauses are there).
 
-    Args:
-        attention_mask: bool or integer ``[batch, sequence]``; nonzero marks a valid token. A
-            bool mask, or one whose largest value is at most 1, is binary (one span per row
-            with a valid token); otherwise each row's distinct positive ids are its spans, in
-            (row, id) order.
-
-    Returns:
-        ``(indices, cu_seqlens, max_seqlen)``: int64 ``[tokens]`` flat positions of the
-        nonzero entries; int32 ``[spans + 1]`` cumulative span lengths from 0; the longest
-        span as a Python ``int``. New tensors on the mask's device.
-
-    Raises:
-        ValueError: the mask is not 2-D, is empty, or holds no nonzero entry.
+    The span lengths are a row sum (binary route) or one ``[B, max id + 1]`` count table in
+    (row, id) order (indexed route; a per-row sort for ids far beyond the row length); the
+    device is read twice (this module's docstring).
     """
     _check_mask(attention_mask)
     nonzero = attention_mask != 0
@@ -129,23 +119,12 @@ def _sorted_span_lengths(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
-    """Batch-major gathered-token metadata of a padded mask [meta-errors, meta-indices,
-    meta-cu-seqlens, meta-max-seqlen, meta-return, unpad-binary, unpad-precondition, tb-device,
-    tb-no-aliasing].
+    """``batchspec.reference.metadata.build_packed_sequence_metadata``, vectorized (SPEC.md
+    section 2, "Packed metadata": outputs, dtypes, errors and clauses are there).
 
-    Args:
-        attention_mask: integer (or bool) ``[batch, sequence]``; each row is binary (largest
-            value <= 1) or indexed on its own.
-
-    Returns:
-        A plain ``dict``: ``packed_token_indices`` int64 ``[batch, sequence]`` (the position
-        where the mask is nonzero, else -1); ``cu_seqlens`` int32 ``[batch, max(1, max id) +
-        1]`` (each row's cumulative span lengths at its front, ``-1`` after them, a row with
-        no valid token ``[0, -1, ...]``); ``max_seqlen`` a Python ``int``. New tensors on the
-        mask's device.
-
-    Raises:
-        ValueError: the mask is not 2-D, is empty, or the whole batch holds no valid token.
+    Every row's spans come from one ``[B, max id + 1]`` count table, each row on its own route
+    (binary or indexed); no loop over rows, and the device is read twice (this module's
+    docstring).
     """
     _check_mask(attention_mask)
     batch, sequence = attention_mask.shape

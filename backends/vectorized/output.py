@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from batchspec.reference.packing import BATCH_OUTPUT_FORMATS, THD_LENGTH_PAD
+from batchspec.reference.contract import THD_LENGTH_PAD
+from batchspec.reference.output import check_output_format  # no tensor work: the reference's
 
 __all__ = ["block_causal_mask", "check_output_format", "convert_batch_output", "thd_lengths_from_spans"]
-
-
-def check_output_format(output_format: object) -> None:
-    """[types-output-format]: ``ValueError`` naming ``output_format`` for anything but
-    ``"batched"`` and ``"thd"``."""
-    if output_format not in BATCH_OUTPUT_FORMATS:
-        raise ValueError(f"output_format {output_format!r} is not one of {list(BATCH_OUTPUT_FORMATS)}")
 
 
 def block_causal_mask(ids: torch.Tensor) -> torch.Tensor:
@@ -46,23 +40,11 @@ def thd_lengths_from_spans(counts: torch.Tensor, spans: torch.Tensor, width: int
 
 
 def convert_batch_output(batch: dict, output_format: str) -> dict:
-    """Add the output format's native inputs [thd-lengths, thd-qkv-format, thd-errors,
-    batched-unchanged, types-output-format, tb-device, tb-no-aliasing].
+    """``batchspec.reference.output.convert_batch_output``, vectorized (SPEC.md section 7,
+    "Output formats": outputs, dtypes, errors and clauses are there).
 
-    Args:
-        batch: mapping with int64 ``attention_document_ids`` ``[batch, sequence]`` (the
-            selected ids).
-        output_format: ``"batched"`` (the mapping is returned unchanged) or ``"thd"``.
-
-    Returns:
-        The same mapping; for ``"thd"`` with int64 ``seq_lens`` and ``seq_lens_padded``
-        ``[batch, max spans]`` (spans: maximal stretches of equal positive ids, in stream
-        order; the padded lengths add the row's trailing zeros to its last span; -1000 after a
-        row's spans) and ``qkv_format = "thd"``.
-
-    Raises:
-        ValueError: unknown format; for ``"thd"``, naming the row: a negative id, a row without
-            a positive id, a positive id after a zero, an id that reappears after another id.
+    The THD route finds every row's runs with whole-batch comparisons and one ``cumsum``
+    (``thd_lengths_from_spans``); the device is read once, for the error flags and the width.
     """
     check_output_format(output_format)
     if output_format == "batched":

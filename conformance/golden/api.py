@@ -10,6 +10,7 @@ facts (``Shape``, ``Value``) and the real Zephon pipeline over golden/corpus
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ __all__ = [
     "int32",
     "long",
     "packed_row",
+    "random_run_ids",
     "rows",
     "rows_of",
 ]
@@ -134,3 +136,14 @@ def corpus_pipeline(scratch_dir: Path, **options: Any):
     from batchspec.conformance.helpers.pipelines import corpus_pipeline as build
 
     return build(scratch_dir, **options)
+
+
+def random_run_ids(rng: random.Random, width: int) -> list[int]:
+    """A seeded random row of ``width`` row-local ids: runs of 1-3 equal ids counting 1, 2, ...
+    over at least one real token, then zeros (padding)."""
+    real = rng.randint(1, width)
+    row, doc = [], 0
+    while len(row) < real:
+        doc += 1
+        row.extend([doc] * min(rng.randint(1, 3), real - len(row)))
+    return row + [0] * (width - real)

@@ -3,7 +3,7 @@ docs/sources.md#field-reports), restated as inputs to our contract. Every expect
 literal from the field report (produced there by Zephon 0.2.0 or upstream nemo-automodel 0.7.0
 code and checked by hand), or, for the reports' metamorphic lines, written here by hand from
 the same rules; none is computed. The ``collate_datums`` parts of the reports live in datum.py,
-the ``build_packed_sequence_metadata`` parts (F11-F13) in packing.py. Every case carries its
+the ``build_packed_sequence_metadata`` parts (F11-F13) in metadata.py. Every case carries its
 report as ``source`` (``"F07"``; ``ctb`` reads it from the case name), which its record.json
 stores.
 """

@@ -42,27 +42,8 @@ class _ReadAhead:
 
 
 class ZephonDataLoader(reference.ZephonDataLoader):
-    def __next__(self):
-        if self._closed:
-            raise StopIteration
-        if self._iterator is None:
-            self._started = True
-            try:
-                if self._pending_state is not None:
-                    state, self._pending_state = self._pending_state, None
-                    self._pipeline.restore(state)
-                self._iterator = _ReadAhead(iter(self._pipeline))
-            except BaseException:
-                self.close()
-                raise
-        try:
-            sample_batch = next(self._iterator)
-            for record in sample_batch.records:
-                self._component_tokens.update(record.meta.component_token_counts or {})
-            return self._convert_batch(sample_batch)
-        except BaseException:
-            self.close()
-            raise
+    def _open_stream(self):
+        return _ReadAhead(super()._open_stream())
 
 
 BACKEND = reference_with("m-fn-loader-prefetch-state", ZephonDataLoader=ZephonDataLoader)

@@ -28,14 +28,14 @@ import torch
 
 from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
 from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
-from batchspec.backends.vectorized.output import block_causal_mask, check_output_format, thd_lengths_from_spans
-from batchspec.reference.attention import contract_requests_metadata
-from batchspec.reference.loader import TOKEN_FIELD_CANDIDATES
-from batchspec.reference.packing import PackedSequenceContract
+from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
+from batchspec.reference.contract import INT64_MAX, PackedSequenceContract, contract_requests_metadata
+
+# The option checks, the records, the token field and the output device [tb-device] have no
+# tensor work: the reference's.
+from batchspec.reference.convert import _check_options, _output_device, _records, _token_field
 
 __all__ = ["convert_text_batch"]
-
-_INT64_MAX = np.iinfo(np.int64).max
 
 
 def _is_int(value: Any) -> bool:
@@ -70,7 +70,7 @@ def _ingest(value: Any, field: str, record: int) -> torch.Tensor | np.ndarray:
             raise TypeError(f"{where}: expected integers, got a {value.dtype} array")
         if value.ndim != 1:
             raise ValueError(f"{where}: expected 1-D [sequence], got shape {value.shape}")
-        if value.dtype.kind == "u" and value.size and int(value.max()) > _INT64_MAX:
+        if value.dtype.kind == "u" and value.size and int(value.max()) > INT64_MAX:
             raise ValueError(f"{where}: holds {int(value.max())}, outside the int64 range")
         return value.astype(np.int64, copy=False)
     if not isinstance(value, (list, tuple)):
@@ -97,36 +97,6 @@ def _ingest(value: Any, field: str, record: int) -> torch.Tensor | np.ndarray:
         raise ValueError(f"{where}: holds a value outside the int64 range") from None
 
 
-def _check_options(
-    ignore_index: Any,
-    mask_segment_starts: Any,
-    allow_cross_document_attention: Any,
-    output_format: Any,
-    pad_to_length: Any,
-    pad_token_id: Any,
-) -> None:
-    """[ctb-option-types], [types-output-format], [unpacked-errors] items 1-4."""
-    check_output_format(output_format)
-    if not _is_int(ignore_index):
-        raise TypeError(f"ignore_index: expected an int, got {type(ignore_index).__name__} {ignore_index!r}")
-    for name, flag in (
-        ("mask_segment_starts", mask_segment_starts),
-        ("allow_cross_document_attention", allow_cross_document_attention),
-    ):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name}: expected a bool, got {type(flag).__name__} {flag!r}")
-    if pad_to_length is None:
-        return
-    if not _is_int(pad_to_length):
-        raise TypeError(f"pad_to_length: expected an int or None, got {type(pad_to_length).__name__} {pad_to_length!r}")
-    if pad_to_length < 2:
-        raise ValueError(f"pad_to_length: expected >= 2 unshifted tokens, got {pad_to_length}")
-    if pad_token_id is None:
-        raise ValueError("pad_token_id: required with pad_to_length, got None")
-    if not _is_int(pad_token_id):
-        raise TypeError(f"pad_token_id: expected an int, got {type(pad_token_id).__name__} {pad_token_id!r}")
-
-
 class _Rows:
     """What the one pass over the records collects."""
 
@@ -144,12 +114,7 @@ def _read_records(records: Any) -> _Rows:
     rows = _Rows()
     for index, record in enumerate(records):
         payload = record.payload
-        field = next((name for name in TOKEN_FIELD_CANDIDATES if name in payload), None)
-        if field is None:
-            raise ValueError(
-                f"sample_batch record {index}: no token field; expected one of {list(TOKEN_FIELD_CANDIDATES)}, "
-                f"payload keys {sorted(payload)}"
-            )
+        field = _token_field(payload, index)
         tokens = _ingest(payload[field], field, index)
         length = int(tokens.shape[0])
         if length == 0:
@@ -186,14 +151,6 @@ def _read_records(records: Any) -> _Rows:
     return rows
 
 
-def _device_of(fields: list[Any]) -> torch.device:
-    """[tb-device]: the token fields' device when every one is a tensor on one device, else CPU."""
-    devices = {field.device for field in fields if isinstance(field, torch.Tensor)}
-    if len(devices) == 1 and all(isinstance(field, torch.Tensor) for field in fields):
-        return devices.pop()
-    return torch.device("cpu")
-
-
 def _as_batch(fields: list[Any], device: torch.device) -> torch.Tensor:
     """The fields concatenated into one new int64 tensor on ``device`` (never a view of an
     input)."""
@@ -223,59 +180,19 @@ def convert_text_batch(
     pad_to_length: int | None = None,
     pad_token_id: int | None = None,
 ) -> dict:
-    """Collate text rows into a ``TrainingBatch``, vectorized over the whole batch.
+    """``batchspec.reference.convert.convert_text_batch``, vectorized over the whole batch
+    (SPEC.md section 4, "``convert_text_batch``", and section 3's field table: outputs,
+    shapes, dtypes, errors and clauses are there).
 
-    Implements [ctb-token-field, ctb-positions, ctb-boundaries-from-zeros,
-    ctb-packed-needs-positions, ctb-extra-payload-ignored, ctb-shift, ctb-padding-labels,
-    ctb-padding-mask, ctb-cross-document-targets, ctb-segment-starts, ctb-document-ids,
-    ctb-attention-ids, ctb-xdoc, ctb-selected-ids, ctb-output-route, ctb-ignore-index,
-    ctb-option-types, ctb-no-mutation, ctb-input-errors, unpacked-padding, unpacked-same-route,
-    unpacked-errors, unpacked-pad-token-only-with-length, batched-packed-seq-ids,
-    batched-block-causal, batched-document-ids-mask, batched-metadata, thd-lengths,
-    thd-qkv-format, xdoc-contract, tb-shapes, tb-dtypes, tb-keys, tb-device, tb-no-aliasing,
-    contract-no-revalidation].
-
-    Args:
-        sample_batch: a ``zephon.SampleBatch`` of B records: an unshifted 1-D integer token
-            field of length L (a list, numpy array or tensor), optional ``positions`` [L],
-            ``meta.padding_length``. Never modified.
-        packing_contract: mask type and metadata request (batched output), optional
-            ``max_sequence_length`` (xdoc); read, not re-validated.
-        ignore_index: the value of masked labels.
-        mask_segment_starts: also mask labels whose target starts a subdocument.
-        allow_cross_document_attention: join each row's subdocuments (xdoc).
-        output_format: ``"batched"`` or ``"thd"``.
-        pad_to_length: unpacked route: right-pad every row to this many unshifted tokens.
-        pad_token_id: that route's pad token; ignored without ``pad_to_length``.
-
-    Returns:
-        A new dict, S = L - 1 (or ``pad_to_length - 1``): int64 ``input_ids``, ``labels``,
-        ``position_ids``, ``document_ids``, ``attention_document_ids`` and bool
-        ``padding_mask``, all ``[B, S]``; batched output adds int64 ``_packed_seq_ids``
-        ``[B, S]``, ``attention_mask`` (bool ``[B, 1, S, S]`` or int64 ``[B, S]``) and, on
-        request, int64 ``packed_token_indices`` ``[B, S]``, int32 ``cu_seqlens``
-        ``[B, max id + 1]`` and int ``max_seqlen``; THD output adds int64 ``seq_lens`` and
-        ``seq_lens_padded`` ``[B, max spans]`` and ``qkv_format = "thd"``. Tensors are on the
-        token fields' device when every record's token field is a tensor on one device, else
-        on the CPU.
-
-    Raises:
-        TypeError: a mistyped option, ``sample_batch`` without records, a non-integer field,
-            a non-int ``padding_length``.
-        ValueError: no record; a record without a token field or with no token; a field that
-            is not 1-D or holds a value outside int64; positions of another length, not
-            starting at 0, or negative; a bad ``padding_length``; rows of different lengths;
-            rows shorter than 2; a record longer than ``pad_to_length``; a packed record
-            without positions; a translated position ``>= max_sequence_length`` (xdoc).
+    The cost model is this module's docstring: one pass over the records, a fixed number of
+    ``[B, S]`` tensor passes whatever the rows hold, and one host read at the end (the
+    positions checks of [ctb-input-errors] item 10, the xdoc bound and the scalars the output
+    shapes need), so those errors are raised after the tensor work.
     """
     _check_options(
-        ignore_index, mask_segment_starts, allow_cross_document_attention, output_format, pad_to_length, pad_token_id
+        output_format, ignore_index, mask_segment_starts, allow_cross_document_attention, pad_to_length, pad_token_id
     )
-    records = getattr(sample_batch, "records", None)
-    if records is None:
-        raise TypeError(f"sample_batch: expected a zephon.SampleBatch with records, got {type(sample_batch).__name__}")
-    if len(records) == 0:
-        raise ValueError("sample_batch holds no record")
+    records = _records(sample_batch)
     rows = _read_records(records)
     batch = len(rows.lengths)
 
@@ -294,7 +211,7 @@ def convert_text_batch(
         if width < 2:
             raise ValueError(f"sample_batch record 0: length {width}, but rows need at least 2 tokens to shift")
 
-    device = _device_of(rows.tokens)
+    device = _output_device(records)
     sequence = width - 1
     same_length = all(length == width for length in rows.lengths)
     lengths = torch.tensor(rows.lengths, device=device)

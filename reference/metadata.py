@@ -1,96 +1,18 @@
-"""Contract types and the gathered-token metadata of packed batches.
+"""Packed metadata: the gathered-token metadata of packed batches (SPEC.md section 2).
 
-Mirrors upstream ``nemo_automodel/components/datasets/packing.py`` (nemo-automodel 0.7.0):
-the output-format and mask-type literals, the structural ``PackedSequenceContract``,
-``DEFAULT_PACKED_SEQUENCE_CONTRACT``, and the two metadata builders ``get_unpad_data`` and
-``build_packed_sequence_metadata``. Written as plain loops so each step can be read against
-SPEC.md; the results, dtypes and errors are upstream's exactly.
+Mirrors the two metadata builders of upstream ``nemo_automodel/components/datasets/packing.py``
+(nemo-automodel 0.7.0), ``get_unpad_data`` and ``build_packed_sequence_metadata``. Written as
+plain loops so each step can be read against SPEC.md; the results, dtypes and errors are
+upstream's exactly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final, Literal, Protocol, TypedDict
-
 import torch
 
-__all__ = [
-    "BATCH_OUTPUT_FORMATS",
-    "CROSS_ENTROPY_IGNORE_IDX",
-    "THD_LENGTH_PAD",
-    "BatchOutputFormat",
-    "DEFAULT_PACKED_SEQUENCE_CONTRACT",
-    "PACKED_MASK_TYPES",
-    "PackedMaskType",
-    "PackedSequenceContract",
-    "PackedSequenceMetadata",
-    "build_packed_sequence_metadata",
-    "get_seqlens_in_batch",
-    "get_unpad_data",
-]
+from batchspec.reference.contract import PackedSequenceMetadata
 
-# The label value a loss skips: upstream's CROSS_ENTROPY_IGNORE_IDX, the default ignore_index
-# of the collaters and the pad of collated labels [collate-padded, dcoll-pad-values].
-CROSS_ENTROPY_IGNORE_IDX: Final[int] = -100
-
-# Unused slots of THD seq_lens / seq_lens_padded [thd-lengths, thdcoll-prepacked].
-THD_LENGTH_PAD: Final[int] = -1000
-
-# [types-output-format] "batched" keeps [batch, sequence] tensors and honours the contract's
-# mask and metadata requests; "thd" adds the native length-based route.
-BatchOutputFormat = Literal["batched", "thd"]
-BATCH_OUTPUT_FORMATS: Final[tuple[str, ...]] = ("batched", "thd")
-
-# [types-mask-type] "block_causal": dense bool [batch, 1, sequence, sequence];
-# "document_ids": compact int64 [batch, sequence] of row-local ids.
-PackedMaskType = Literal["block_causal", "document_ids"]
-PACKED_MASK_TYPES: Final[tuple[str, ...]] = ("block_causal", "document_ids")
-
-
-class PackedSequenceContract(Protocol):
-    """What the model asks of a packed batch [types-contract].
-
-    Structural: any object with these read-only attributes is a contract.
-    ``max_sequence_length`` is optional (``None`` when absent); a legacy contract may spell
-    the metadata request ``requires_packed_sequence_metadata`` (see
-    ``require_supported_packing_contract``).
-    """
-
-    @property
-    def packed_mask_type(self) -> PackedMaskType:
-        """Representation of the packed attention mask the model consumes."""
-        ...
-
-    @property
-    def return_packed_sequence_metadata(self) -> bool:
-        """Whether the model consumes ``packed_token_indices``/``cu_seqlens``/``max_seqlen``."""
-        ...
-
-    @property
-    def return_document_ids(self) -> bool:
-        """Whether the model asks for the original subdocument membership."""
-        ...
-
-
-@dataclass(frozen=True)
-class _DefaultPackedSequenceContract:
-    """Block-causal packing for callers without model requirements [types-default-contract]."""
-
-    packed_mask_type: PackedMaskType = "block_causal"
-    return_packed_sequence_metadata: bool = False
-    return_document_ids: bool = False
-    max_sequence_length: int | None = None
-
-
-DEFAULT_PACKED_SEQUENCE_CONTRACT: Final[PackedSequenceContract] = _DefaultPackedSequenceContract()
-
-
-class PackedSequenceMetadata(TypedDict):
-    """Batch-major gathered-token metadata; stays valid when dim 0 is split [meta-indices]."""
-
-    packed_token_indices: torch.Tensor
-    cu_seqlens: torch.Tensor
-    max_seqlen: int
+__all__ = ["build_packed_sequence_metadata", "get_seqlens_in_batch", "get_unpad_data"]
 
 
 def _check_mask(attention_mask: torch.Tensor) -> None:
