@@ -119,7 +119,10 @@ class ContractFunction:
 
         Raises:
             KeyError: the table has no row ``name``."""
-        return _signatures()[self.name][1]
+        try:
+            return _signatures()[self.name][1]
+        except KeyError:
+            raise KeyError(f"{self.name!r} is no row of SPEC.md's [api-signatures] table") from None
 
     @property
     def signature(self) -> str:
