@@ -28,6 +28,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from batchspec.conformance.functions import exported_names, option_only_profiles
 from batchspec.conformance.spec import major, spec_raising_clauses, spec_version
 
 __all__ = [
@@ -41,38 +42,32 @@ __all__ = [
     "raised_in",
 ]
 
-# capability -> (what it covers, the public names a backend must expose for it)
-CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "contract_types": (
-        "BatchOutputFormat / PackedMaskType values, DEFAULT_PACKED_SEQUENCE_CONTRACT, contract validation",
-        ("DEFAULT_PACKED_SEQUENCE_CONTRACT", "require_supported_packing_contract"),
-    ),
-    "unpad_data": ("get_unpad_data", ("get_unpad_data",)),
-    "packed_metadata": ("build_packed_sequence_metadata", ("build_packed_sequence_metadata",)),
-    "adapt_model_inputs": ("adapt_model_inputs", ("adapt_model_inputs",)),
-    "convert_text_batch": (
-        "convert_text_batch, batched output on packed rows",
-        ("convert_text_batch",),
-    ),
-    "zephon_loader": ("ZephonDataLoader iteration and close", ("ZephonDataLoader",)),
-    "zephon_state": (
-        "ZephonDataLoader state_dict / load_state_dict (single process)",
-        ("ZephonDataLoader",),
-    ),
+# capability -> what it covers (a profile of SPEC.md's "Conformance" table)
+_COVERS: dict[str, str] = {
+    "contract_types": "BatchOutputFormat / PackedMaskType values, DEFAULT_PACKED_SEQUENCE_CONTRACT, contract validation",
+    "unpad_data": "get_unpad_data",
+    "packed_metadata": "build_packed_sequence_metadata",
+    "adapt_model_inputs": "adapt_model_inputs",
+    "convert_text_batch": "convert_text_batch, batched output on packed rows",
+    "zephon_loader": "ZephonDataLoader iteration and close",
+    "zephon_state": "ZephonDataLoader state_dict / load_state_dict (single process)",
     "zephon_state_multirank": (
-        "ZephonDataLoader state across rank processes: collective state_dict, TP/PP peers, elastic resume",
-        ("ZephonDataLoader",),
+        "ZephonDataLoader state across rank processes: collective state_dict, TP/PP peers, elastic resume"
     ),
-    "xdoc": ("allow_cross_document_attention=True / enable_xdoc_attention", ("enable_xdoc_attention",)),
-    "thd": ('convert_text_batch(output_format="thd")', ("convert_text_batch",)),
-    "unpacked": ("convert_text_batch(pad_to_length=..., pad_token_id=...)", ("convert_text_batch",)),
-    "convert_batch_output": ("convert_batch_output (batched / THD lengths)", ("convert_batch_output",)),
-    "datum": ("Datum, Datum.to_features, collate_datums", ("Datum", "collate_datums")),
-    "collaters": (
-        "default_collater, packed_sequence_thd_collater, pack_features_for_thd",
-        ("default_collater", "packed_sequence_thd_collater", "pack_features_for_thd"),
-    ),
+    "xdoc": "allow_cross_document_attention=True / enable_xdoc_attention",
+    "thd": 'convert_text_batch(output_format="thd")',
+    "unpacked": "convert_text_batch(pad_to_length=..., pad_token_id=...)",
+    "convert_batch_output": "convert_batch_output (batched / THD lengths)",
+    "datum": "Datum, Datum.to_features, collate_datums",
+    "collaters": "default_collater, packed_sequence_thd_collater, pack_features_for_thd",
 }
+# capability -> (what it covers, the public names a backend must expose for it: from the
+# records of conformance/functions.py)
+CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    name: (covers, exported_names(name)) for name, covers in _COVERS.items()
+}
+# capabilities that cover a function with some options only: never inferred from the names alone
+_OPTION_ONLY = option_only_profiles()
 
 # built-in name -> import path
 # ("automodel": upstream nemo-automodel 0.7.0's own functions, needs `pip install --no-deps nemo-automodel==0.7.0`)
@@ -227,7 +222,7 @@ def load_backend(spec: str) -> Backend:
         capabilities = frozenset(
             name
             for name, (_, needed) in CAPABILITIES.items()
-            if name not in {"thd", "unpacked"} and all(hasattr(impl, n) for n in needed)
+            if name not in _OPTION_ONLY and all(hasattr(impl, n) for n in needed)
         )
     else:
         if isinstance(declared, str) or not all(isinstance(name, str) for name in declared):

@@ -1,10 +1,9 @@
 """Running the tensor functions' checks on an accelerator: ``pytest conformance --device=cuda[:N]``.
 
 The conformance tests build their inputs on the CPU and compare results on the CPU. With
-``--device`` other than ``cpu``, ``Backend.__getattr__`` hands the tests, for the six tensor
-functions of ``PLACED_FUNCTIONS`` (``get_unpad_data``, ``build_packed_sequence_metadata``,
-``adapt_model_inputs``, ``enable_xdoc_attention``, ``convert_batch_output``,
-``convert_text_batch``), ``placed(fn, name, device)``: a wrapper that runs the backend's function on
+``--device`` other than ``cpu``, ``Backend.__getattr__`` hands the tests, for the tensor
+functions of ``PLACED_FUNCTIONS`` (the records of ``conformance/functions.py`` whose
+``device`` is set), ``placed(fn, name, device)``: a wrapper that runs the backend's function on
 the device and checks [tb-device] on what it returns, while the unchanged tests see what they
 would see on the CPU. A call through it:
 
@@ -18,11 +17,12 @@ would see on the CPU. A call through it:
    message are what the tests check);
 3. checks [tb-device] (``device_problems``): every tensor returned (the value itself, a tuple's
    items or a mapping's values) is on ``input_device`` of the arguments the backend received:
-   for ``convert_text_batch`` the one device of the records' token fields when every record's
-   token field (the first of ``input_ids``, ``tokens``, ``token_ids``, ``ids`` in its payload)
-   is a tensor and all of them are on one device, else the CPU (lists, numpy arrays, tensors
-   on several devices); for the other five the one device of the tensors they received (the
-   device moved to), the CPU when they received none. A tensor elsewhere is a
+   for a function placed ``BY_TOKEN_FIELDS`` (``convert_text_batch``) the one device of the
+   records' token fields when every record's token field (the first of ``input_ids``,
+   ``tokens``, ``token_ids``, ``ids`` in its payload) is a tensor and all of them are on one
+   device, else the CPU (lists, numpy arrays, tensors on several devices); for one placed
+   ``BY_TENSORS`` the one device of the tensors it received (the device moved to), the CPU when
+   it received none. A tensor elsewhere is a
    ``ClauseFailure`` on [tb-device] whose message starts with ``[tb-device]``;
 4. gives the caller the result where it would be without the wrapper: every returned tensor is
    moved to ``input_device`` of the caller's own arguments (the CPU for the suite's CPU inputs;
@@ -62,6 +62,7 @@ from typing import Any
 import torch
 from zephon import SampleBatch
 
+from batchspec.conformance.functions import BY_TOKEN_FIELDS, FUNCTIONS, placed_functions
 from batchspec.conformance.helpers.asserts import ClauseFailure
 from batchspec.conformance.helpers.inputs import TOKEN_FIELDS
 
@@ -75,18 +76,8 @@ __all__ = [
     "sample_batch_to",
 ]
 
-# The contract's tensor functions whose inputs --device moves (SPEC sections 2, 4, 5, 6, 7).
-PLACED_FUNCTIONS = frozenset(
-    {
-        "get_unpad_data",
-        "build_packed_sequence_metadata",
-        "adapt_model_inputs",
-        "enable_xdoc_attention",
-        "convert_batch_output",
-        "convert_text_batch",
-    }
-)
-# [ctb-token-field]: a record's token field is the first of these its payload holds.
+# The contract's tensor functions whose inputs --device moves (their records' ``device``).
+PLACED_FUNCTIONS = frozenset(placed_functions())
 
 DEVICE_FORMS = "cpu, cuda or cuda:N (N a CUDA device index from 0)"
 _DEVICE_OPTION = re.compile(r"cpu|cuda(?::(\d+))?")
@@ -158,13 +149,16 @@ def _tensors(args: tuple, kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
 
 
 def input_device(name: str, args: tuple, kwargs: Mapping[str, Any]) -> torch.device:
-    """Where [tb-device] puts the tensors ``name(*args, **kwargs)`` returns.
+    """Where [tb-device] puts the tensors ``name(*args, **kwargs)`` returns, by ``name``'s record
+    (``conformance/functions.py``, ``device``).
 
-    ``convert_text_batch``: the device of the records' token fields when every record's token
-    field is a tensor and all of them are on one device; else the CPU. The other functions: the
-    one device of the tensors they receive (tensor arguments and tensor values of mapping
-    arguments); the CPU when they receive none, or tensors on several devices."""
-    if name == "convert_text_batch":
+    ``BY_TOKEN_FIELDS`` (``convert_text_batch``): the device of the records' token fields when
+    every record's token field is a tensor and all of them are on one device; else the CPU.
+    ``BY_TENSORS`` (the other functions): the one device of the tensors they receive (tensor
+    arguments and tensor values of mapping arguments); the CPU when they receive none, or
+    tensors on several devices."""
+    function = FUNCTIONS.get(name)
+    if function is not None and function.device == BY_TOKEN_FIELDS:
         batches = _sample_batches(args, kwargs)
         records = getattr(batches[0], "records", ()) if batches else ()
         fields = [_token_field(getattr(record, "payload", None)) for record in records]

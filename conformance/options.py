@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from batchspec.conformance.backends import BUILTIN_BACKENDS, ENTRY_POINT_GROUP
+from batchspec.conformance.functions import placed_functions
 
 __all__ = ["add_backend_option", "add_device_option"]
 
@@ -27,6 +28,11 @@ def add_backend_option(group: pytest.OptionGroup, *, repeatable: bool = False) -
     )
 
 
+def _listed(names: tuple[str, ...]) -> str:
+    """``("a", "b", "c")`` -> ``"a, b and c"``."""
+    return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
+
+
 def add_device_option(group: pytest.OptionGroup) -> None:
     """``--device``: ``cpu`` (default), ``cuda`` or ``cuda:N``; checked by
     ``batchspec.conformance.device.check_device_option`` at configure time."""
@@ -34,9 +40,8 @@ def add_device_option(group: pytest.OptionGroup) -> None:
         "--device",
         default="cpu",
         help="where the tensor functions run: cpu (default), cuda or cuda:N. Off the CPU, the inputs of "
-        "get_unpad_data, build_packed_sequence_metadata, adapt_model_inputs, enable_xdoc_attention, "
-        "convert_batch_output and convert_text_batch are moved there, [tb-device] is checked on their outputs, "
-        "and the results are compared on the CPU (conformance/device.py). Datum, collate_datums, the collaters "
-        "and ZephonDataLoader are not moved (their token fields are CPU by contract); the multi-rank scenarios "
-        "always run on the CPU",
+        f"{_listed(placed_functions())} are moved there, [tb-device] is checked on their outputs, and the results "
+        "are compared on the CPU (conformance/device.py). The other contract functions are called as they are "
+        "(the token fields of Datum, the collaters and ZephonDataLoader are CPU by contract); the multi-rank "
+        "scenarios always run on the CPU",
     )

@@ -3,8 +3,9 @@ installed): defining, generating, storing, loading and running golden cases. One
 
 - ``api``: the public case API that ``golden/cases/*.py`` import (``Case``, ``rows``, literals);
 - ``discovery``: finding the ``case_*`` functions of ``golden/cases/*.py``;
-- ``adapters``: one declarative adapter per contract function (inputs, call, capabilities,
-  key order), with ``inputs`` (building call arguments) and ``loader_script`` (loader scenarios);
+- ``adapters``: one adapter per golden target (call, capabilities, key order), derived from the
+  records of ``conformance/functions.py``; ``calls`` (the run functions), with ``inputs``
+  (building call arguments) and ``loader_script`` (loader scenarios);
 - ``errors``: ``GoldenError`` and the error-type map;
 - ``records`` and ``store``: serialisation, and verified loading (sha256 index, safetensors, JSON);
 - ``stored``: a stored case's inputs, options and expected output for the conformance checks

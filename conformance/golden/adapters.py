@@ -1,7 +1,8 @@
-"""The per-function adapters: one declarative record per contract function a golden case may
-name (``Case.function``), saying how to build its inputs and call the backend (``run``), which
-backend capabilities it needs (conformance/backends.py), and whether its output key order is
-part of the contract. ``ADAPTERS`` is the only function -> capability table.
+"""The golden adapters: how a golden case calls the target it names (``Case.function``), derived
+from the records of ``conformance/functions.py`` (one per contract function; the run
+functions are in ``conformance/golden/calls.py``): how to build its inputs and call the
+backend (``run``), which backend capabilities it needs (conformance/backends.py), and whether
+its output key order is part of the contract.
 
 ``run(impl, inputs, options)`` receives a private deep copy of the decoded inputs and returns
 ``(output, mutations)``: the normalized output and the input mutations the call caused
@@ -13,52 +14,36 @@ tensor in place).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import torch
 
-from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.golden.inputs import (
-    build_contract,
-    build_datum,
-    build_sample_batch,
-    payload_changes,
-    payload_state,
-    tensors_in,
+from batchspec.conformance.functions import (
+    CONSTANTS,
+    FUNCTIONS,
+    ContractConstant,
+    ContractFunction,
+    GoldenCall,
+    OptionCapability,
+    Run,
 )
-from batchspec.conformance.golden.loader_script import run_loader
-from batchspec.conformance.helpers.inputs import Contract
-from batchspec.conformance.helpers.literals import IGNORE_INDEX
-from batchspec.conformance.helpers.state_script import run_state_script
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.inputs import tensors_in
 
 __all__ = ["ADAPTERS", "Adapter", "OptionCapability", "adapter", "call", "capabilities_of"]
-
-Run = Callable[[Any, dict, dict], tuple[Any, list[str]]]
-
-
-@dataclass(frozen=True)
-class OptionCapability:
-    """A capability a call needs only with certain options."""
-
-    capability: str
-    needed: Callable[[Mapping[str, Any]], bool]
-
-
-THD = OptionCapability("thd", lambda o: o.get("output_format") == "thd")
-XDOC = OptionCapability("xdoc", lambda o: bool(o.get("xdoc")))
-UNPACKED = OptionCapability("unpacked", lambda o: o.get("pad_to_length") is not None)
 
 
 @dataclass(frozen=True)
 class Adapter:
-    """How golden cases call one contract function."""
+    """How golden cases call one target (a contract function, ``ZephonDataLoader.state`` or
+    ``DEFAULT_PACKED_SEQUENCE_CONTRACT``): a record's ``GoldenCall`` with its capabilities and
+    no-mutation clauses resolved."""
 
     function: str
     run: Run
-    capabilities: tuple[str, ...]  # always needed
+    capabilities: tuple[str, ...]  # always needed: the record's profile, then the call's own needs
     option_capabilities: tuple[OptionCapability, ...] = ()  # needed with some options, in this order
     ordered_keys: bool = False  # the output's key order is part of the contract
     frozen_tensors: bool = False  # report input tensors the call modified in place
@@ -68,173 +53,24 @@ class Adapter:
         return self.capabilities + tuple(c.capability for c in self.option_capabilities if c.needed(options))
 
 
-# ---------------------------------------------------------------------- run functions ----
-
-
-def _convert_text_batch(impl, inputs, o):
-    batch = build_sample_batch(inputs["rows"])
-    before = payload_state(batch)
-    out = impl.convert_text_batch(
-        batch,
-        build_contract(o.get("contract")),
-        o.get("ignore_index", IGNORE_INDEX),
-        o.get("mask_segment_starts", False),
-        o.get("xdoc", False),
-        o.get("output_format", "batched"),
-        o.get("pad_to_length"),
-        o.get("pad_token_id"),
+def _adapter(record: ContractFunction | ContractConstant, golden: GoldenCall) -> Adapter:
+    own = golden.target == record.name  # a further target (ZephonDataLoader.state) is not the function itself
+    return Adapter(
+        golden.target,
+        golden.run,
+        (record.profile, *golden.needs),
+        golden.option_capabilities,
+        ordered_keys=golden.ordered_keys,
+        frozen_tensors=golden.frozen_tensors,
+        no_mutation=getattr(record, "no_mutation", ()) if own else (),
     )
-    return out, [f"{change} [ctb-no-mutation]" for change in payload_changes(before, payload_state(batch))]
 
 
-def _state(impl, inputs, o):
-    # single-process checkpoint state over real pipelines: conformance/helpers/state_script.py
-    return run_state_script(impl, inputs, o), []
-
-
-def _packed_metadata(impl, inputs, o):
-    return impl.build_packed_sequence_metadata(inputs["mask"]), []
-
-
-def _unpad_data(impl, inputs, o):
-    indices, cu_seqlens, max_seqlen = impl.get_unpad_data(inputs["mask"])
-    return {"indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen}, []
-
-
-def _adapt_model_inputs(impl, inputs, o):
-    args = [inputs["batch"]] + ([inputs["attention_eligibility"]] if "attention_eligibility" in inputs else [])
-    return impl.adapt_model_inputs(*args), []
-
-
-def _enable_xdoc_attention(impl, inputs, o):
-    return impl.enable_xdoc_attention(inputs["batch"], build_contract(o.get("contract"))), []
-
-
-def _convert_batch_output(impl, inputs, o):
-    return impl.convert_batch_output(inputs["batch"], o["output_format"]), []
-
-
-def _require_supported_packing_contract(impl, inputs, o):
-    # a plain object with exactly the given attributes, or (option "dataclass") the suite's frozen
-    # dataclass Contract, its unnamed fields at their defaults
-    contract = Contract(**o["contract"]) if o.get("dataclass") else SimpleNamespace(**o["contract"])
-    before = dict(vars(contract))
-    result = impl.require_supported_packing_contract(contract)
-    return {"returns": result}, ([] if vars(contract) == before else ["the contract was modified"])
-
-
-def _default_contract(impl, inputs, o):
-    contract = impl.DEFAULT_PACKED_SEQUENCE_CONTRACT
-    out = {
-        name: getattr(contract, name, "<missing>")
-        for name in (
-            "packed_mask_type",
-            "return_packed_sequence_metadata",
-            "return_document_ids",
-            "max_sequence_length",
-        )
-    }
-    try:
-        contract.packed_mask_type = "document_ids"
-    except Exception:  # noqa: BLE001 - any refusal counts as immutable
-        out["immutable"] = True
-    else:
-        out["immutable"] = False
-    return out, []
-
-
-def _datum(impl, inputs, o):
-    d = build_datum(impl, inputs)
-    return {"input_ids": d.input_ids, "loss_fn_inputs": dict(d.loss_fn_inputs), "seq_len": d.seq_len}, []
-
-
-def _to_features(impl, inputs, o):
-    d = build_datum(impl, inputs)
-    state = {k: v.clone() for k, v in tensors_in(d).items()}
-    out = d.to_features(**({"ignore_index": o["ignore_index"]} if "ignore_index" in o else {}))
-    after = tensors_in(d)
-    return out, [f"datum {k} changed" for k, v in state.items() if not torch.equal(after[k], v)]
-
-
-def _collate_datums(impl, inputs, o):
-    datums = [build_datum(impl, spec) for spec in inputs["datums"]]
-    state = {k: v.clone() for k, v in tensors_in(datums).items()}
-    keys = [sorted(d.loss_fn_inputs) for d in datums]
-    kwargs = {k: o[k] for k in ("packed", "pad_seq_len_divisible", "ignore_index") if k in o}
-    out = impl.collate_datums(datums, *o.get("positional", ()), **kwargs)
-    after = tensors_in(datums)
-    bad = [
-        f"datum {k} changed [collate-no-mutation]"
-        for k, v in state.items()
-        if k not in after or not torch.equal(after[k], v)
-    ]
-    if [sorted(d.loss_fn_inputs) for d in datums] != keys:
-        bad.append("a datum's loss_fn_inputs keys changed [collate-no-mutation]")
-    return out, bad
-
-
-def _default_collater(impl, inputs, o):
-    if "pad_seq_len_divisible" not in o:
-        return impl.default_collater(inputs["batch"]), []
-    if o.get("keyword"):  # pad_seq_len_divisible passed by keyword
-        return impl.default_collater(inputs["batch"], pad_seq_len_divisible=o["pad_seq_len_divisible"]), []
-    return impl.default_collater(inputs["batch"], o["pad_seq_len_divisible"]), []
-
-
-def _packed_sequence_thd_collater(impl, inputs, o):
-    return impl.packed_sequence_thd_collater(inputs["batch"]), []
-
-
-def _pack_features_for_thd(impl, inputs, o):
-    kwargs = {"ignore_index": o["ignore_index"]} if "ignore_index" in o else {}
-    return impl.pack_features_for_thd(inputs["features"], **kwargs), []
-
-
-# --------------------------------------------------------------------------- registry ----
-
+# target -> adapter, from the records of conformance/functions.py
 ADAPTERS: dict[str, Adapter] = {
-    a.function: a
-    for a in (
-        Adapter(
-            "convert_text_batch",
-            _convert_text_batch,
-            ("convert_text_batch",),
-            (THD, XDOC, UNPACKED),
-            no_mutation=("ctb-no-mutation",),
-        ),
-        Adapter("ZephonDataLoader", run_loader, ("zephon_loader", "convert_text_batch"), (THD,)),
-        Adapter("ZephonDataLoader.state", _state, ("zephon_loader", "zephon_state")),
-        Adapter("build_packed_sequence_metadata", _packed_metadata, ("packed_metadata",), frozen_tensors=True),
-        Adapter("get_unpad_data", _unpad_data, ("unpad_data",), frozen_tensors=True),
-        Adapter(
-            "adapt_model_inputs",
-            _adapt_model_inputs,
-            ("adapt_model_inputs",),
-            frozen_tensors=True,
-            no_mutation=("adapt-no-mutation",),
-        ),
-        Adapter(
-            "enable_xdoc_attention",
-            _enable_xdoc_attention,
-            ("xdoc",),
-            frozen_tensors=True,
-            no_mutation=("xdoc-untouched",),
-        ),
-        Adapter("convert_batch_output", _convert_batch_output, ("convert_batch_output",), frozen_tensors=True),
-        Adapter(
-            "require_supported_packing_contract",
-            _require_supported_packing_contract,
-            ("contract_types",),
-            no_mutation=("contract-validation",),
-        ),
-        Adapter("DEFAULT_PACKED_SEQUENCE_CONTRACT", _default_contract, ("contract_types",)),
-        Adapter("Datum", _datum, ("datum",)),
-        Adapter("Datum.to_features", _to_features, ("datum",), ordered_keys=True, no_mutation=("datum-to-features",)),
-        Adapter("collate_datums", _collate_datums, ("datum",), ordered_keys=True, no_mutation=("collate-no-mutation",)),
-        Adapter("default_collater", _default_collater, ("collaters",), ordered_keys=True),
-        Adapter("packed_sequence_thd_collater", _packed_sequence_thd_collater, ("collaters",), ordered_keys=True),
-        Adapter("pack_features_for_thd", _pack_features_for_thd, ("collaters",), ordered_keys=True),
-    )
+    golden.target: _adapter(record, golden)
+    for record in (*FUNCTIONS.values(), *CONSTANTS.values())
+    for golden in record.goldens
 }
 
 

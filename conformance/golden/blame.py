@@ -4,7 +4,8 @@ A golden case cites every clause it pins, up to a dozen. When one key of the out
 only the clauses that define *that key* are broken: ``cu_seqlens`` of ``get_unpad_data`` is
 [unpad-binary] or [unpad-indexed], its ``indices`` [unpad-outputs]. ``OUTPUT_CLAUSES`` maps
 each function's output keys to the clauses SPEC.md gives them (section 2 for the metadata
-functions, 5-8 for the others; ``convert_text_batch`` outputs use SPEC's own field table,
+functions, 5-8 for the others), read from the function's record (``conformance/functions.py``,
+``output_clauses``; ``convert_text_batch`` outputs use SPEC's own field table,
 ``conformance/helpers/fields.py``). ``blame`` narrows those to the clauses the case cites
 when some of them are cited, and falls back to the case's own clauses for a key the table
 does not list (``"*"`` is every other key of a function's output).
@@ -17,6 +18,7 @@ from typing import Any
 
 import torch
 
+from batchspec.conformance.functions import FUNCTIONS
 from batchspec.conformance.spec import split_citation
 
 __all__ = [
@@ -29,58 +31,14 @@ __all__ = [
     "error_clauses",
 ]
 
-# function -> output key -> the clauses that define that key's value ("*": any other key)
+# function -> output key -> the clauses that define that key's value ("*": any other key), and
+# function -> the clauses its output's key set (and order) is defined by: from the records of
+# conformance/functions.py
 OUTPUT_CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
-    "get_unpad_data": {
-        "indices": ("unpad-outputs",),
-        # the spans are the route's: [unpad-binary], [unpad-indexed], and any order [unpad-precondition]
-        "cu_seqlens": ("unpad-binary", "unpad-indexed", "unpad-precondition"),
-        "cu_seqlens.dtype": ("unpad-outputs",),
-        "max_seqlen": ("unpad-outputs",),
-    },
-    "build_packed_sequence_metadata": {
-        "packed_token_indices": ("meta-indices",),
-        "cu_seqlens": ("meta-cu-seqlens", "unpad-precondition"),
-        "cu_seqlens.dtype": ("meta-cu-seqlens",),
-        "max_seqlen": ("meta-max-seqlen",),
-    },
-    "adapt_model_inputs": {"attention_document_ids": ("adapt-attention-ids",), "*": ("adapt-no-mutation",)},
-    "enable_xdoc_attention": {
-        "attention_document_ids": ("xdoc-attention-ids",),
-        "position_ids": ("xdoc-positions",),
-        "*": ("xdoc-untouched",),
-    },
-    "convert_batch_output": {
-        "seq_lens": ("thd-lengths",),
-        "seq_lens_padded": ("thd-lengths",),
-        "qkv_format": ("thd-qkv-format",),
-    },
-    # a loader scenario's record of what the loader did with its stream (loader_script.py)
-    "ZephonDataLoader": {
-        "iter_calls_at_construction": ("loader-construct-lazy",),
-        "iter_calls": (
-            "loader-iter-self",
-            "loader-iterator",
-            "loader-close",
-            "loader-exhaustion",
-            "loader-failure-closes",
-        ),
-        "stream_closed": ("loader-close", "loader-exhaustion", "loader-failure-closes"),
-        "batches_converted": ("loader-next", "loader-failure-closes"),
-        "converted_in_stream_order": ("loader-next",),
-    },
-    "Datum": {"*": ("datum-construct",)},
-    "Datum.to_features": {"*": ("datum-to-features",)},
-    "default_collater": {"padding_mask": ("dcoll-padding-mask",)},
-    "pack_features_for_thd": {"*": ("pack-features",)},
+    name: dict(record.output_clauses) for name, record in FUNCTIONS.items() if record.output_clauses
 }
-
-# function -> the clause its output's key set (and order) is defined by
 KEY_SET_CLAUSES: dict[str, tuple[str, ...]] = {
-    "build_packed_sequence_metadata": ("meta-return",),
-    "Datum.to_features": ("datum-to-features",),
-    "default_collater": ("dcoll-fields", "dcoll-padding-mask"),
-    "pack_features_for_thd": ("pack-features",),
+    name: record.key_set_clauses for name, record in FUNCTIONS.items() if record.key_set_clauses
 }
 
 
@@ -119,8 +77,6 @@ def blame(
         isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor) and actual.dtype != expected.dtype
     )
     clauses = (table.get(f"{key}.dtype") if dtype_only else None) or table.get(key) or table.get("*")
-    if function == "collate_datums":
-        clauses = _collate_datums_clauses(key)
     if function == "get_unpad_data" and key == "cu_seqlens" and not dtype_only and inputs is not None:
         route = "unpad-binary" if binary_mask(inputs.get("mask")) else "unpad-indexed"
         clauses = tuple(c for c in clauses if c in (route, "unpad-precondition"))
@@ -132,26 +88,6 @@ def error_clauses(case_clauses: Sequence[str]) -> tuple[str, ...]:
     cites (``ctb-input-errors.4``: the fault it exercises), else all of its clauses."""
     items = tuple(dict.fromkeys(split_citation(c)[0] for c in case_clauses if split_citation(c)[1] is not None))
     return items or cited_clauses(case_clauses)
-
-
-def _collate_datums_clauses(key: str) -> tuple[str, ...]:
-    """[collate-padded] / [collate-packed] define the layout of every key, [collate-weights] the
-    labels too, [collate-side-inputs] every key that is not a token field (narrowed to the
-    case's clauses by ``blame``)."""
-    layout = ("collate-padded", "collate-packed")
-    if key == "labels":
-        return (*layout, "collate-weights")
-    if key in (
-        "input_ids",
-        "attention_mask",
-        "padding_mask",
-        "position_ids",
-        "seq_lens",
-        "seq_lens_padded",
-        "qkv_format",
-    ):
-        return layout
-    return ("collate-side-inputs",)
 
 
 def default_collater_blame(key: str, actual: Any, expected: Any, items: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
