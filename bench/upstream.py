@@ -1,6 +1,6 @@
 """Import upstream nemo-automodel 0.7.0's ``datum``, ``utils`` and ``packing`` modules with only torch + numpy.
 
-Shared by ``bench/``, ``tests/test_upstream_differential.py`` and the ``automodel`` backend
+Shared by ``bench/``, ``tests/upstream/test_upstream_differential.py`` and the ``automodel`` backend
 (``backends/automodel/``).
 
 Install once, without dependencies (so pip never touches torch)::
