@@ -122,7 +122,7 @@ def _marks(function: ast.FunctionDef) -> set[str]:
     """The clause ids a test cites: its ``@pytest.mark.clause(...)`` decorators and the clause
     marks of its ``pytest.param(..., marks=...)`` parameters."""
     cited = set()
-    for node in ast.walk(ast.Module(body=list(function.decorator_list), type_ignores=[])):
+    for node in (node for decorator in function.decorator_list for node in ast.walk(decorator)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "clause":
             for arg in node.args:
                 head = _literal_prefix(arg)
