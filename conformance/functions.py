@@ -18,7 +18,7 @@ profile and signature (``spec_signatures``) and the clause that lists the functi
   clauses that define the output's key set (``conformance/golden/blame.py``);
 * ``no_mutation``: the clauses a modified input breaks, when a golden case reports one
   (SPEC.md's no-mutation clauses; empty where SPEC names none for the function);
-* ``goldens``: how golden cases call it (``conformance/golden/adapters.py``), one
+* ``goldens``: how golden cases call it (derived in ``conformance/golden/adapters.py``), one
   ``GoldenCall`` per target a case may name (``ZephonDataLoader.state`` is a second target of
   ``ZephonDataLoader``).
 

@@ -26,7 +26,9 @@ P, K = "positional", "keyword"
 def _parameters(signature: str) -> tuple[tuple[str, str, Any], ...]:
     """``(a, b="x", *, c=None)`` -> ``(("a", P, REQUIRED), ("b", P, "x"), ("c", K, None))``;
     a ``{}`` default is ``FACTORY`` (a fresh empty mapping)."""
-    arguments = ast.parse(f"def f{signature}: pass").body[0].args
+    function = ast.parse(f"def f{signature}: pass").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    arguments = function.args
     positional = arguments.args
     defaults = [REQUIRED] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
 

@@ -9,7 +9,7 @@ only for a mask outside the id order of its note. An exception on a valid mask i
 function's error clause (SPEC.md, "Conformance", "Raising on a valid input"): [unpad-errors],
 [meta-errors].
 
-The other checks of the section: the stored golden cases (``golden/cases/packed_metadata.py``,
+The other checks of the section: the stored golden cases (``golden/cases/metadata.py``,
 run by test_goldens.py) and the hypothesis properties (properties/test_metadata_invariants.py);
 the metadata functions' [tb-device], [tb-no-aliasing] and [tb-layout] checks are
 test_batch_fields.py's and test_layouts.py's.

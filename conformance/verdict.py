@@ -81,7 +81,7 @@ def clause_outcomes(records: Iterable[Mapping]) -> dict[str, list[tuple[str, str
 
 
 def _status(outcomes: list[tuple[str, str]], expected_clause: bool) -> str:
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for _, outcome in outcomes:
         counts[outcome] += 1
     if counts["failed"]:
@@ -374,7 +374,7 @@ def render_markdown(report: Mapping) -> str:
     # the clauses, then what no test checked
     rows = []
     for clause, row in report["clauses"].items():
-        counts = defaultdict(int)
+        counts: defaultdict[str, int] = defaultdict(int)
         for test in row["tests"]:
             counts[test["outcome"]] += 1
         detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))

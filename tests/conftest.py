@@ -1,4 +1,5 @@
-"""Fixtures of the project's own tests: the long runs (the whole conformance suite against the
+"""Fixtures of the project's own tests (every tier: unit/, runs/, upstream/): the stored golden
+cases and a private copy of golden/ to tamper with; and the long runs (the whole conformance suite against the
 reference, and against the ``vectorized`` and ``automodel`` backends; bench/'s smoke run), each
 run once per session.
 
@@ -9,8 +10,14 @@ reads it.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from _suite import BackgroundRun, SuiteRun
+
+from batchspec.conformance import goldens
+from batchspec.conformance.golden.store import load_all
 
 # fixture name -> the conformance run's arguments. The vectorized run leaves out the multi-rank
 # scenarios: its ZephonDataLoader is the reference's (whose run covers them), and they are most
@@ -73,3 +80,18 @@ def automodel_run(tmp_path_factory) -> SuiteRun:
 def bench_smoke_run(tmp_path_factory) -> SuiteRun:
     """``pytest bench`` with every workload run once, untimed (``--benchmark-disable``)."""
     return _run("bench_smoke_run", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def golden_cases() -> list:
+    """The stored golden cases whose reference run returns (no error case)."""
+    return [c for c in load_all() if c.record["error"] is None]
+
+
+@pytest.fixture()
+def golden_copy(tmp_path) -> Path:
+    """A private copy of golden/ (index and data) to tamper with."""
+    root = tmp_path / "golden"
+    shutil.copytree(goldens.ROOT / "data", root / "data")
+    shutil.copy2(goldens.ROOT / "index.json", root / "index.json")
+    return root

@@ -74,7 +74,7 @@ BATCHSPEC_CAPABILITIES = frozenset({"unpad_data", "packed_metadata", "datum", "c
 # The clauses upstream 0.7.0 fails: clause -> (the Decision of SPEC.md's "Decisions" where SPEC
 # deliberately differs from upstream, what upstream does there). The one home of these facts:
 # README's "Upstream through the suite" table is generated from them and a run's report
-# (batchspec/automodel_readme.py), and tests/test_automodel_backend.py checks that a run fails
+# (batchspec/automodel_readme.py), and tests/upstream/test_automodel_backend.py checks that a run fails
 # exactly these clauses.
 EXPECTED_DIFFERENCES: dict[str, tuple[str, str]] = {
     "collaters-no-mutation": (

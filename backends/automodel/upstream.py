@@ -1,7 +1,7 @@
 """Import upstream nemo-automodel 0.7.0's ``datum``, ``utils`` and ``packing`` modules with only torch + numpy.
 
 The ``automodel`` backend's loader (``backends/automodel/__init__.py``), also used by ``bench/``
-and ``tests/test_upstream_differential.py``. Importing it imports the backend package, which
+and ``tests/upstream/test_upstream_differential.py``. Importing it imports the backend package, which
 loads upstream: without nemo-automodel 0.7.0 the import itself raises the ``ImportError`` below,
 so a caller that runs without upstream imports it inside its ``try``.
 

@@ -3,7 +3,7 @@ rank processes under ``mpiexec`` or torch.distributed and returns what each rank
 rank processes are forked by a ``zygote.Zygote`` when one is given, else new interpreters
 (``mpiexec -n K python -m batchspec.conformance.multirank.mpi_main``, ``python -m
 batchspec.conformance.multirank.torch_main --ranks K``). ``conformance/test_checkpoint_ranks.py``
-checks the results; ``tests/test_zygote.py`` checks the processes.
+checks the results; ``tests/runs/test_zygote.py`` checks the processes.
 """
 
 from __future__ import annotations

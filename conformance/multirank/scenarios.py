@@ -147,7 +147,7 @@ def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
     """
     params = {**DEFAULTS, **params}
     out_dir = Path(out_dir)
-    # the process ids show that every phase runs in processes of its own (tests/test_zygote.py)
+    # the process ids show that every phase runs in processes of its own (tests/runs/test_zygote.py)
     result: dict[str, Any] = {
         "rank": group.rank,
         "world_size": group.world_size,

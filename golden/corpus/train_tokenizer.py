@@ -39,7 +39,7 @@ def read_texts(shard_dir: Path) -> list[str]:
     paths = sorted(shard_dir.glob("part-*.jsonl"))
     if not paths:
         raise SystemExit(f"no part-*.jsonl under {shard_dir}; run build_corpus.py first")
-    texts = []
+    texts: list[str] = []
     for path in paths:
         with open(path, encoding="utf-8") as f:
             texts.extend(json.loads(line)["text"] for line in f)

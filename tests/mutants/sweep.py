@@ -10,7 +10,7 @@ the failures are blamed on is one its docstring declares. Each failing test is a
 is *precise* when its blamed set lies within the declared clauses (the table's "precise kills",
 and the blame precision over all kills). The exit status is 1 unless every
 mutant run is killed with the right blame. ``--sample N`` runs N mutants chosen by the date (a
-different slice each day, the whole set over a few days): what CI runs (``tests/test_mutants.py``).
+different slice each day, the whole set over a few days): what CI runs (``tests/runs/test_mutants.py``).
 """
 
 from __future__ import annotations

@@ -8,50 +8,15 @@ key changed (a backend that gets exactly that key wrong), and checks the clauses
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
-import torch
+from _blame import _backend, _blamed, _bumped, _narrowed
 
 from batchspec import reference
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES, binary_mask, cited_clauses
-from batchspec.conformance.golden.runner import run_stored_case
-from batchspec.conformance.golden.store import load_all
-from batchspec.conformance.helpers.asserts import ClauseFailure
-
-
-@pytest.fixture(scope="module")
-def cases():
-    return [c for c in load_all() if c.record["error"] is None]
-
-
-def _backend(**overrides) -> SimpleNamespace:
-    names = {name: getattr(reference, name) for name in reference.__all__}
-    return SimpleNamespace(**{**names, **overrides})
-
-
-def _bumped(value):
-    """``value`` with its first element changed by one (a tensor) or plus one (an int)."""
-    if isinstance(value, torch.Tensor):
-        out = value.clone()
-        out.view(-1)[0] += 1
-        return out
-    return value + 1
-
-
-def _blamed(backend, case) -> tuple[str, ...]:
-    with pytest.raises(ClauseFailure) as failure:
-        run_stored_case(backend, case)
-    return failure.value.clauses
-
-
-def _narrowed(clauses, case) -> tuple[str, ...]:
-    cited = cited_clauses(case.clauses)
-    return tuple(c for c in clauses if c in cited) or tuple(clauses)
+from batchspec.conformance.golden.blame import OUTPUT_CLAUSES, binary_mask
 
 
 @pytest.mark.parametrize("key", ["indices", "cu_seqlens", "max_seqlen"])
-def test_get_unpad_data_blames_the_key_and_the_route(cases, key):
+def test_get_unpad_data_blames_the_key_and_the_route(golden_cases, key):
     position = ("indices", "cu_seqlens", "max_seqlen").index(key)
 
     def get_unpad_data(mask):
@@ -61,7 +26,7 @@ def test_get_unpad_data_blames_the_key_and_the_route(cases, key):
 
     backend = _backend(get_unpad_data=get_unpad_data)
     checked = {"binary": 0, "indexed": 0}
-    for case in (c for c in cases if c.function == "get_unpad_data"):
+    for case in (c for c in golden_cases if c.function == "get_unpad_data"):
         route = "binary" if binary_mask(case.inputs["mask"]) else "indexed"
         if key == "cu_seqlens":
             want = _narrowed((f"unpad-{route}", "unpad-precondition"), case)
@@ -72,29 +37,8 @@ def test_get_unpad_data_blames_the_key_and_the_route(cases, key):
     assert all(checked.values()), f"# sanity: cases of both routes, got {checked}"
 
 
-@pytest.mark.parametrize("key", ["packed_token_indices", "cu_seqlens", "max_seqlen"])
-def test_packed_metadata_blames_the_key(cases, key):
-    def build_packed_sequence_metadata(mask):
-        out = dict(reference.build_packed_sequence_metadata(mask))
-        out[key] = _bumped(out[key])
-        return out
-
-    backend = _backend(build_packed_sequence_metadata=build_packed_sequence_metadata)
-    metadata = [c for c in cases if c.function == "build_packed_sequence_metadata"]
-    assert metadata, "# sanity: metadata cases"
-    for case in metadata:
-        assert _blamed(backend, case) == _narrowed(OUTPUT_CLAUSES["build_packed_sequence_metadata"][key], case)
-    dtype = _backend(
-        build_packed_sequence_metadata=lambda m: {
-            **reference.build_packed_sequence_metadata(m),
-            "cu_seqlens": reference.build_packed_sequence_metadata(m)["cu_seqlens"].long(),
-        }
-    )
-    assert _blamed(dtype, metadata[0]) == ("meta-cu-seqlens",)
-
-
-def test_enable_xdoc_attention_blames_ids_positions_and_the_untouched_fields(cases):
-    xdoc = [c for c in cases if c.function == "enable_xdoc_attention"]
+def test_enable_xdoc_attention_blames_ids_positions_and_the_untouched_fields(golden_cases):
+    xdoc = [c for c in golden_cases if c.function == "enable_xdoc_attention"]
     assert xdoc, "# sanity: xdoc cases"
     for key, clause in (("attention_document_ids", "xdoc-attention-ids"), ("position_ids", "xdoc-positions")):
 
@@ -109,7 +53,7 @@ def test_enable_xdoc_attention_blames_ids_positions_and_the_untouched_fields(cas
         assert {_blamed(backend, case) for case in pinned} == {(clause,)}, key
 
 
-def test_default_collater_tells_a_pad_value_from_a_field(cases):
+def test_default_collater_tells_a_pad_value_from_a_field(golden_cases):
     def wrong_pad(batch, pad_seq_len_divisible=None):
         out = reference.default_collater(batch, pad_seq_len_divisible)
         lengths = [len(item["input_ids"]) for item in batch]
@@ -124,7 +68,7 @@ def test_default_collater_tells_a_pad_value_from_a_field(cases):
 
     collated = [
         c
-        for c in cases
+        for c in golden_cases
         if c.function == "default_collater" and all(isinstance(i.get("input_ids"), list) for i in c.inputs["batch"])
     ]
     padded = [c for c in collated if len({len(i["input_ids"]) for i in c.inputs["batch"]}) > 1]

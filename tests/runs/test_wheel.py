@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "backend-guide.md"
 # The backend repository's own pytest configuration: the suite's run must not read it (this
 # addopts would make pytest refuse to start).

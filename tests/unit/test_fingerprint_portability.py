@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 
 import pytest
-from _suite import ROOT, run_conformance
+from _suite import ROOT
 from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
 from batchspec import reference
@@ -28,7 +27,6 @@ from batchspec.conformance.helpers.pipelines import corpus_pipeline, index_pipel
 sys.path.insert(0, str(ROOT / "tests" / "probe_backends"))
 import canonical_fingerprint_backend as independent  # noqa: E402
 
-BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "probe_backends"), str(ROOT)]))
 FIXED_CASE = ROOT / "golden" / "data" / "test_state_fingerprint_of_a_fixed_pipeline" / "record.json"
 
 
@@ -148,22 +146,3 @@ def test_state_resumes_exactly_across_implementations(scratch, saver, loader_typ
         assert list(got) == list(want)
         assert_batch_equal(got, want, clause="state-exact-resume", call=f"batch {4 + k} after resume")
     resumed.close()
-
-
-def test_state_tests_and_goldens_pass_with_the_independent_fingerprint(tmp_path):
-    """The suite's state tests and golden state cases (fingerprints pinned byte for byte) pass
-    against the backend with the independent fingerprint."""
-    run = run_conformance(
-        tmp_path,
-        "conformance/test_checkpoint_resume.py",
-        "conformance/test_checkpoint_validation.py",
-        "conformance/test_checkpoint_fingerprint.py",
-        "conformance/test_goldens.py",
-        "-k",
-        "state or test_checkpoint",
-        "--backend=canonical_fingerprint_backend",
-        env=BACKEND_ENV,
-    )
-    assert run.returncode == 0, run.output[-5000:]
-    assert "backend=canonical_fingerprint_backend version=canonical-fingerprint-0" in run.output
-    assert len(run.testcases) >= 60, len(run.testcases)

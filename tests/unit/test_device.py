@@ -12,7 +12,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from _suite import run_conformance
 
 from batchspec.conformance.backends import load_backend
 from batchspec.conformance.device import (
@@ -58,30 +57,6 @@ def test_a_cuda_index_past_the_devices_is_refused(monkeypatch):
     assert check_device_option(f"cuda:{count - 1}") == f"cuda:{count - 1}"
     with pytest.raises(DeviceOptionError, match=f"has {count} CUDA device"):
         check_device_option(f"cuda:{count}")
-
-
-def _usage_error(tmp_path, value):
-    run = run_conformance(tmp_path, "conformance/test_goldens.py", "--backend=reference", f"--device={value}")
-    assert run.returncode == 4 and not run.testcases, run.output[-2000:]
-    return run.output
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
-def test_device_cuda_on_a_cpu_machine_is_a_usage_error(tmp_path):
-    output = _usage_error(tmp_path, "cuda")
-    assert "--device='cuda'" in output and "CUDA is not available on this machine" in output, output[-2000:]
-
-
-@pytest.mark.parametrize("value", ["tpu", "cuda:x"])
-def test_an_unknown_device_is_a_usage_error(tmp_path, value):
-    output = _usage_error(tmp_path, value)
-    assert f"--device={value!r}" in output and "cpu, cuda or cuda:N" in output, output[-2000:]
-
-
-def test_the_header_and_the_report_record_the_device(tmp_path):
-    run = run_conformance(tmp_path, "conformance/test_goldens.py", "--backend=reference", "-k", "unpad")
-    assert run.returncode == 0, run.output[-3000:]
-    assert "  device: cpu" in run.output and run.report["backend"]["device"] == "cpu"
 
 
 def _config(tmp_path, device: str = "cpu", command: bool = False, **options):

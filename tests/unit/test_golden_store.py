@@ -8,9 +8,6 @@ import dataclasses
 import hashlib
 import json
 import pickle
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from batchspec.conformance import goldens
 from batchspec.conformance.goldens import GoldenError, load_all
 from batchspec.conformance.spec import spec_clause_items, spec_clauses, split_citation
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MIN_CASES = 150
 
 # MUST clauses that no golden case can express, each with the reason. The ZephonDataLoader
@@ -47,29 +44,8 @@ EXEMPT_CLAUSES: dict[str, str] = {
 }
 
 
-@pytest.fixture()
-def golden_copy(tmp_path) -> Path:
-    """A private copy of golden/ (index and data) to tamper with."""
-    root = tmp_path / "golden"
-    shutil.copytree(goldens.ROOT / "data", root / "data")
-    shutil.copy2(goldens.ROOT / "index.json", root / "index.json")
-    return root
-
-
 def _some_file(root: Path, name: str = "expected.safetensors") -> Path:
     return root / "data" / "test_example_a_defaults" / name
-
-
-def test_check_passes_on_the_committed_tree():
-    """`python -m batchspec.conformance.goldens --check` regenerates byte-identical files and SPEC blocks."""
-    result = subprocess.run(
-        [sys.executable, "-m", "batchspec.conformance.goldens", "--check"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_at_least_150_cases_load_through_the_verified_path():
@@ -172,26 +148,6 @@ def test_canon_is_never_overwritten(tmp_path):
     with pytest.raises(GoldenError, match=r"canon case .*test_example_a_defaults.*disagrees"):
         goldens.regenerate(root, tampered)
     assert not root.exists(), "regenerate wrote files although a canon case disagreed with the reference"
-
-
-def test_check_reports_a_stale_file(golden_copy, monkeypatch):
-    """--check fails, listing the file, when a stored file is not what regeneration gives."""
-    path = _some_file(golden_copy, "record.json")
-    path.write_bytes(path.read_bytes().replace(b"Example A", b"Example Z"))
-    problems = goldens.check(golden_copy, spec_path=golden_copy / "no-spec.md")
-    assert any("test_example_a_defaults/record.json" in p for p in problems), problems
-
-
-def test_spec_blocks_that_disagree_with_the_goldens_fail(tmp_path):
-    """SPEC.md's rendered example blocks must equal what the canon cases render."""
-    spec = tmp_path / "SPEC.md"
-    text = goldens.SPEC.read_text(encoding="utf-8")
-    assert "<!-- golden:test_example_a_defaults -->" in text
-    rendered = "int64 `[[12,13,21,22,31,32,-100,-100],"
-    assert rendered in text
-    spec.write_text(text.replace(rendered, "int64 `[[12,13,21,22,31,32,-100,-99],", 1), encoding="utf-8")
-    problems = goldens.check(spec_path=spec)
-    assert any("golden example blocks differ" in p for p in problems), problems
 
 
 def _thd_loader_case_with_ragged_rows() -> goldens.Case:

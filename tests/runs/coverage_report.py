@@ -1,7 +1,7 @@
 """Line and branch coverage of ``reference/`` under the conformance run, with every uncovered
 branch explained (issue 15, item 4); writes ``docs/coverage.md``.
 
-    .venv/bin/python tests/coverage_report.py [--data FILE] [--out docs/coverage.md]
+    .venv/bin/python tests/runs/coverage_report.py [--data FILE] [--out docs/coverage.md]
 
 It runs, in a subprocess, ``python -m coverage run --branch --source=<the installed
 batchspec/reference package> -m pytest conformance --backend=reference -p no:cacheprovider -q
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import coverage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "coverage.md"
 KEY = 48  # characters of code per part of a key: enough to tell lines apart, short enough to survive edits
 
@@ -304,7 +304,7 @@ def render(rows: list[tuple[str, dict]], items: list[Item], run: str, command: s
     head = [
         "# Coverage of `reference/` under the conformance run",
         "",
-        "Written by `tests/coverage_report.py` (issue 15, item 4); do not edit by hand. The run:",
+        "Written by `tests/runs/coverage_report.py` (issue 15, item 4); do not edit by hand. The run:",
         "",
         "```",
         command,
@@ -339,7 +339,7 @@ def render(rows: list[tuple[str, dict]], items: list[Item], run: str, command: s
         "",
         f"{len(items)} items: each branch arc not taken from a line that ran (with the missed lines "
         "it leads into), and each missed line no such arc leads into. The reasons live in "
-        "`EXPLANATIONS` in `tests/coverage_report.py`.",
+        "`EXPLANATIONS` in `tests/runs/coverage_report.py`.",
         "",
         "| category | meaning | items |",
         "|---|---|---:|",

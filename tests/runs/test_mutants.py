@@ -13,7 +13,7 @@ from pathlib import Path
 
 from batchspec.conformance.spec import spec_clauses
 
-SWEEP = Path(__file__).resolve().parent / "mutants" / "sweep.py"
+SWEEP = Path(__file__).resolve().parents[1] / "mutants" / "sweep.py"
 ROOT = SWEEP.parents[2]
 # mutants a CI run sweeps (one core, while the background suite runs use the other: ~30-60 s each)
 DAILY_SAMPLE = 3

@@ -107,14 +107,6 @@ def test_partial_backend_reports_not_supported(tmp_path):
     )
 
 
-def test_ci_runs_the_readme_test_command():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    commands = re.findall(r"```(?:bash|sh)\n(.+?)\n```", readme, flags=re.S)
-    assert len(commands) >= 2, "README must open with the main-job command and the test command"
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert commands[1].strip() in ci, f"README's test command {commands[1]!r} is not what .ci/run runs"
-
-
 def test_a_failure_is_blamed_on_the_clauses_its_exception_carries():
     """Blame is read from the exception, never from the failure's text: a ``ClauseFailure``'s
     clauses (a clause the test does not cite too, such as --device's [tb-device]); any other

@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 from batchspec.conformance.model.cli import main  # noqa: E402
 from batchspec.conformance.model.models import CPU_LIMITS, fit_for_cpu, tiny_llama_config  # noqa: E402
 
-MUTANTS = Path(__file__).resolve().parent / "mutants"
+MUTANTS = Path(__file__).resolve().parents[1] / "mutants"
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ multi-rank test that checks an error message: ``test_missing_tp_peer_fails_withi
 (the missing-peer ``TimeoutError`` scenario, about 20 s under torch.distributed; its mpiexec
 variant is skipped by ``--launcher``). The other multi-rank tests (about 100 s per launcher)
 compare batches and state bytes and never read a message, and the reworded backend behaves
-exactly like the reference there, which ``tests/test_suite_run.py`` runs in full.
+exactly like the reference there, which ``tests/runs/test_suite_run.py`` runs in full.
 """
 
 from __future__ import annotations

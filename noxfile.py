@@ -1,0 +1,104 @@
+"""The project's task runner: ``nox -s NAME`` (``nox -l`` lists the sessions).
+
+Every session runs in the environment nox itself runs in (``python=False``: no virtualenv is
+made and nothing is reinstalled, so torch's CPU build stays as README's setup installed it);
+run it as ``.venv/bin/nox`` after that setup. The tests' tiers (CONTRIBUTING.md, "Running the
+tests"):
+
+- ``unit``: ``tests/unit/``, the harness libraries on literal inputs, seconds;
+- ``runs``: ``tests/runs/``, whole-suite runs, the mutant sample, the wheel, the bench smoke;
+- ``upstream``: ``tests/upstream/``, against upstream nemo-automodel 0.7.0 and Zephon.
+
+``ci`` is what ``.ci/run`` runs: ``lint``, ``types``, then the three tiers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "none"
+nox.options.sessions = ["lint", "types", "unit"]
+
+# the unit tier on 2 workers; the other tiers need none: their whole-suite runs start in the
+# background at collection (tests/conftest.py) and use the second core while the rest runs
+UNIT = ("tests/unit", "-n", "2")
+
+
+def _run(session: nox.Session, *args: str) -> None:
+    """``python -m ARGS`` with the interpreter nox runs in (``.venv/bin/python``)."""
+    session.run(sys.executable, "-m", *args, external=True)
+
+
+def _mypy_tree() -> None:
+    """Lay out build/mypy/batchspec/ as the wheel installs it, out of links: batchspec/'s files,
+    and each folder pyproject.toml's package-dir maps to ``batchspec.<folder>``, so that mypy
+    (``mypy_path = "build/mypy"``) resolves ``batchspec.reference`` and the rest from the tree."""
+    root = Path(__file__).resolve().parent
+    mapping = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
+    tree = root / "build" / "mypy" / "batchspec"
+    tree.mkdir(parents=True, exist_ok=True)
+    links = {p.name: p for p in (root / "batchspec").iterdir() if p.suffix in {".py", ".pyi"}}
+    links.update({name.split(".", 1)[1]: root / folder for name, folder in mapping.items()})
+    for stale in tree.iterdir():
+        if stale.name not in links:
+            stale.unlink()
+    for name, target in links.items():
+        link = tree / name
+        if not (link.is_symlink() and link.resolve() == target.resolve()):
+            link.unlink(missing_ok=True)
+            link.symlink_to(os.path.relpath(target, tree))
+
+
+def _types(session: nox.Session, *args: str) -> None:
+    _mypy_tree()
+    _run(session, "mypy", *args)
+
+
+def _lint(session: nox.Session) -> None:
+    _run(session, "ruff", "check", ".")
+    _run(session, "ruff", "format", "--check", ".")
+
+
+@nox.session(python=False)
+def lint(session: nox.Session) -> None:
+    """``ruff check`` and ``ruff format --check`` (pyproject.toml, [tool.ruff])."""
+    _lint(session)
+
+
+@nox.session(python=False)
+def types(session: nox.Session) -> None:
+    """mypy on the package as it installs (pyproject.toml, [tool.mypy])."""
+    _types(session, *session.posargs)
+
+
+@nox.session(python=False)
+def unit(session: nox.Session) -> None:
+    """The unit tier (``nox -s unit -- -k NAME`` passes pytest options on)."""
+    _run(session, "pytest", *UNIT, *session.posargs)
+
+
+@nox.session(python=False)
+def runs(session: nox.Session) -> None:
+    """The runs tier: about 10 minutes on 2 cores."""
+    _run(session, "pytest", "tests/runs", *session.posargs)
+
+
+@nox.session(python=False)
+def upstream(session: nox.Session) -> None:
+    """The upstream tier (needs ``pip install --no-deps nemo-automodel==0.7.0``)."""
+    _run(session, "pytest", "tests/upstream", *session.posargs)
+
+
+@nox.session(python=False)
+def ci(session: nox.Session) -> None:
+    """What CI runs (.ci/run): lint, types, the unit tier, then the runs and upstream tiers in
+    one pytest process, so that the upstream suite run overlaps the runs tier's tests."""
+    _lint(session)
+    _types(session)
+    _run(session, "pytest", *UNIT)
+    _run(session, "pytest", "tests/runs", "tests/upstream")
