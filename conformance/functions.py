@@ -332,14 +332,15 @@ CONSTANTS: dict[str, ContractConstant] = {
 def exported_names(capability: str) -> tuple[str, ...]:
     """The names a backend exposes for ``capability`` (a profile name), in SPEC's order:
     the exports of the functions and constants it covers (``ContractFunction.capabilities``)."""
-    records = (*CONSTANTS.values(), *FUNCTIONS.values())
+    records: tuple[ContractConstant | ContractFunction, ...] = (*CONSTANTS.values(), *FUNCTIONS.values())
     return tuple(dict.fromkeys(r.export for r in records if capability in r.capabilities))
 
 
 def option_only_profiles() -> frozenset[str]:
     """The capabilities that cover their functions with some options only (``thd``,
     ``unpacked``): a backend that does not declare its capabilities is never assumed to have them."""
-    whole = {c for r in (*CONSTANTS.values(), *FUNCTIONS.values()) for c in (r.profile, *getattr(r, "required_by", ()))}
+    records: tuple[ContractConstant | ContractFunction, ...] = (*CONSTANTS.values(), *FUNCTIONS.values())
+    whole = {c for r in records for c in (r.profile, *getattr(r, "required_by", ()))}
     return frozenset(p for r in FUNCTIONS.values() for p in r.option_profiles) - whole
 
 

@@ -67,10 +67,9 @@ def _adapter(record: ContractFunction | ContractConstant, golden: GoldenCall) ->
 
 
 # target -> adapter, from the records of conformance/functions.py
+_RECORDS: tuple[ContractFunction | ContractConstant, ...] = (*FUNCTIONS.values(), *CONSTANTS.values())
 ADAPTERS: dict[str, Adapter] = {
-    golden.target: _adapter(record, golden)
-    for record in (*FUNCTIONS.values(), *CONSTANTS.values())
-    for golden in record.goldens
+    golden.target: _adapter(record, golden) for record in _RECORDS for golden in record.goldens
 }
 
 

@@ -142,7 +142,8 @@ def random_run_ids(rng: random.Random, width: int) -> list[int]:
     """A seeded random row of ``width`` row-local ids: runs of 1-3 equal ids counting 1, 2, ...
     over at least one real token, then zeros (padding)."""
     real = rng.randint(1, width)
-    row, doc = [], 0
+    row: list[int] = []
+    doc = 0
     while len(row) < real:
         doc += 1
         row.extend([doc] * min(rng.randint(1, 3), real - len(row)))
