@@ -556,7 +556,7 @@ def render(results: dict, out_dir: Path) -> list[Path]:
     return [*plots, report]
 
 
-# README's summary: (workload, label) rows, in this order; one column per implementation below.
+# docs/benchmarks.md's summary: (workload, label) rows, in this order; one column per implementation below.
 SUMMARY_ROWS = (
     (
         "convert/document_ids+metadata/8x8192/pipeline",
@@ -594,7 +594,7 @@ def _ms(seconds: float | None) -> str:
 
 
 def summary_table(results: dict) -> str:
-    """README's table: for each of ``SUMMARY_ROWS`` that ran, the median (ms) of
+    """docs/benchmarks.md's table: for each of ``SUMMARY_ROWS`` that ran, the median (ms) of
     ``SUMMARY_BACKEND``, of each ``SUMMARY_COLUMNS`` implementation and of the ingest or HF
     comparator, the backend's distance from the memory floor and its operator count."""
     groups = _by_workload(parse_rows(results))
@@ -620,11 +620,13 @@ def summary_table(results: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``report.py RESULTS.json [--out DIR]``, prints the paths written;
-    ``report.py RESULTS.json --summary`` prints README's table instead."""
+    ``report.py RESULTS.json --summary`` prints docs/benchmarks.md's table instead."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="pytest-benchmark JSON (from --benchmark-json=PATH)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the JSON's folder)")
-    parser.add_argument("--summary", action="store_true", help="print README's summary table and write nothing")
+    parser.add_argument(
+        "--summary", action="store_true", help="print docs/benchmarks.md's summary table and write nothing"
+    )
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text(encoding="utf-8"))
     if args.summary:

@@ -33,7 +33,7 @@ RUNS = {
         "-q",
         "--ignore=conformance/test_checkpoint_ranks.py",
     ),
-    # bench/'s smoke run: every workload once, untimed, at the smallest shape (README, "Benchmarks")
+    # bench/'s smoke run: every workload once, untimed, at the smallest shape (docs/benchmarks.md)
     "bench_smoke_run": ("bench", "--backend=vectorized", "--benchmark-disable", "--bench-shapes=8x4096"),
 }
 _started: dict[str, BackgroundRun] = {}

@@ -1,6 +1,6 @@
 """Mutation testing (``tests/mutants/``): each mutant is the reference with one realistic bug and
 declares the clauses it breaks; the suite must kill it and blame only those clauses. The full
-sweep is one command (``tests/mutants/sweep.py -j 2``, README "Mutation testing"); CI runs a
+sweep is one command (``tests/mutants/sweep.py -j 2``, docs/mutation-testing.md); CI runs a
 slice of it that changes every day (``--sample``), so the whole set is swept every few days."""
 
 from __future__ import annotations
