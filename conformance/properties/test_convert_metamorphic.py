@@ -217,11 +217,16 @@ def test_boundaries_never_depend_on_token_values(backend, data):
     )
     tokens = torch.tensor([row.tokens for row in replaced], dtype=torch.int64)
     assert_tensor_equal("input_ids", new["input_ids"], tokens[:, :-1], clause="ctb-shift", call=call)
-    want_labels = torch.where(old["labels"] == ignore, torch.tensor(ignore, dtype=torch.int64), tokens[:, 1:])
-    # the masks agree (checked above), so these labels are known exactly: blamed as a label is
+    # the masks agree (checked above), so these labels are known exactly: the old call's masked
+    # labels, and every label whose target is padding ([ctb-padding-labels], even where both
+    # calls wrote another value there), stay ignore_index; the others are the new targets
+    replaced_targets = label_targets(replaced, ignore, case.mask_segment_starts)
+    masked = old["labels"] == ignore
+    if replaced_targets.padding.shape == masked.shape:
+        masked = masked | replaced_targets.padding
+    want_labels = torch.where(masked, torch.tensor(ignore, dtype=torch.int64), tokens[:, 1:])
+    # blamed as a label is
     rules = (
-        label_clauses(new["labels"], want_labels, label_targets(replaced, ignore, case.mask_segment_starts))
-        if new["labels"].shape == want_labels.shape
-        else ()
+        label_clauses(new["labels"], want_labels, replaced_targets) if new["labels"].shape == want_labels.shape else ()
     )
     assert_tensor_equal("labels", new["labels"], want_labels, clause=", ".join(rules) or "ctb-shift", call=call)

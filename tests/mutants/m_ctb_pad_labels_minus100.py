@@ -1,11 +1,9 @@
-"""batched labels whose target is padding are -100, not the given ignore_index. Breaks: [ctb-ignore-index], [ctb-padding-labels]"""
+"""labels whose target is padding are -100, not the given ignore_index. Breaks: [ctb-ignore-index], [ctb-padding-labels]"""
 
 from mutant_base import converting, padding_counts, reference_with
 
 
 def _minus_100(out, given):
-    if given["output_format"] != "batched":  # rows of [B, S]: THD's packed row has no per-row tail
-        return
     labels = out["labels"]
     length = labels.shape[1] + 1
     for b, n in enumerate(padding_counts(given["sample_batch"], length)):
