@@ -6,8 +6,11 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,49 +49,115 @@ def run_conformance(tmp_dir: Path, *args: str, env: dict | None = None) -> Suite
     return _result(done.returncode, done.stdout + done.stderr, junit, report)
 
 
-class BackgroundRun:
-    """``run_conformance`` started now, in a background process, and read when needed: the
-    project's tests start their long suite runs at session start so that they use the second
-    core while the other tests run."""
+@dataclass(frozen=True)
+class Finished:
+    """What a background command produced: its exit status, its output (stdout and stderr
+    interleaved) and the folder it was given for its files."""
 
-    def __init__(self, tmp_dir: Path, *args: str, env: dict | None = None) -> None:
-        command, self._junit, self._report = _command(tmp_dir, args)
-        self._log = (tmp_dir / "output.txt").open("w+")
+    returncode: int
+    output: str
+    folder: Path
+
+
+class BackgroundCommand:
+    """A command started now, in a background process, with its output written to
+    ``folder/output.txt``; ``result()`` waits for it."""
+
+    def __init__(self, folder: Path, command: list[str], env: dict | None = None) -> None:
+        self.folder = folder
+        self._log = (folder / "output.txt").open("w+")
         self._process = subprocess.Popen(
             command, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, text=True, env=env
         )
-        self._run: SuiteRun | None = None
+        self._finished: Finished | None = None
 
     @property
     def pid(self) -> int:
-        """The run's process id (pytest-xdist's controller when the run is distributed)."""
+        """The command's process id (pytest-xdist's controller when a suite run is distributed)."""
         return self._process.pid
 
     @property
     def running(self) -> bool:
-        """Whether the run's process is still going."""
+        """Whether the command's process is still going."""
         return self._process.poll() is None
 
     def send_signal(self, signum: int) -> None:
-        """Send ``signum`` to the run's process (not to its workers)."""
+        """Send ``signum`` to the command's process (not to its children)."""
         self._process.send_signal(signum)
 
+    def finished(self, timeout: float = 900) -> Finished:
+        """Wait for the command (at most ``timeout`` seconds, 15 minutes by default).
+
+        Raises:
+            subprocess.TimeoutExpired: it is still going after ``timeout`` seconds.
+        """
+        if self._finished is None:
+            returncode = self._process.wait(timeout=timeout)
+            self._log.seek(0)
+            self._finished = Finished(returncode, self._log.read(), self.folder)
+            self._log.close()
+        return self._finished
+
+    def result(self, timeout: float = 900):
+        """What the command produced (``finished``; a suite run reads its files too)."""
+        return self.finished(timeout)
+
+    def stop(self) -> None:
+        """Kill the command if it is still going (the session ended without needing it)."""
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+
+
+class BackgroundRun(BackgroundCommand):
+    """``run_conformance`` started now, in a background process, and read when needed."""
+
+    def __init__(self, tmp_dir: Path, *args: str, env: dict | None = None) -> None:
+        command, self._junit, self._report = _command(tmp_dir, args)
+        super().__init__(tmp_dir, command, env=env)
+
     def result(self, timeout: float = 900) -> SuiteRun:
-        """Wait for the run (at most ``timeout`` seconds, 15 minutes by default) and return what
-        it produced.
+        """Wait for the run (at most ``timeout`` seconds) and return what it produced.
 
         Raises:
             subprocess.TimeoutExpired: the run is still going after ``timeout`` seconds.
         """
-        if self._run is None:
-            returncode = self._process.wait(timeout=timeout)
-            self._log.seek(0)
-            self._run = _result(returncode, self._log.read(), self._junit, self._report)
-            self._log.close()
-        return self._run
+        done = self.finished(timeout)
+        return _result(done.returncode, done.output, self._junit, self._report)
 
-    def stop(self) -> None:
-        """Kill the run if it is still going (the session ended without needing it)."""
-        if self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
+
+# ----------------------------------------------------------------- long runs of a session ----
+# The project's tests start their long runs (whole-suite runs, the mutant sample, the bench smoke
+# run) all at once, as soon as collection shows a test that needs one, so that both cores stay
+# busy while the other tests run; a test waits for its run only when it reads it.
+
+_STARTERS: dict[str, Callable[[Path], BackgroundCommand]] = {}
+_STARTED: dict[str, BackgroundCommand] = {}
+
+
+def long_run(name: str, start: Callable[[Path], BackgroundCommand]):
+    """A session-scoped fixture named ``name`` whose value is ``start(folder).result()``:
+    ``start`` is called with a new temporary folder when collection ends (``start_long_runs``),
+    or when a test first asks for it. Assign it to a module variable of the same name."""
+    _STARTERS[name] = start
+
+    @pytest.fixture(scope="session", name=name)
+    def _fixture(tmp_path_factory):
+        if name not in _STARTED:  # e.g. requested by a test selected after collection
+            _STARTED[name] = start(tmp_path_factory.mktemp(name))
+        return _STARTED[name].result()
+
+    return _fixture
+
+
+def start_long_runs(session: pytest.Session) -> None:
+    """Start the long runs the collected tests need (``pytest_collection_finish``)."""
+    needed = {name for item in session.items for name in getattr(item, "fixturenames", ()) if name in _STARTERS}
+    for name in sorted(needed - set(_STARTED)):
+        _STARTED[name] = _STARTERS[name](session.config._tmp_path_factory.mktemp(name))
+
+
+def stop_long_runs() -> None:
+    """Kill the long runs still going (``pytest_sessionfinish``)."""
+    for run in _STARTED.values():
+        run.stop()

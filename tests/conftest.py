@@ -3,9 +3,9 @@ cases and a private copy of golden/ to tamper with; and the long runs (the whole
 reference, and against the ``vectorized`` and ``automodel`` backends; bench/'s smoke run), each
 run once per session.
 
-Both start in background processes as soon as collection shows a test that needs them, so they
-run on the second core while the other tests run; a fixture waits for its run only when a test
-reads it.
+They start in background processes as soon as collection shows a test that needs them
+(``_suite.long_run``; test modules declare their own long runs the same way), so they use both
+cores while the other tests run; a fixture waits for its run only when a test reads it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _suite import BackgroundRun, SuiteRun
+from _suite import BackgroundRun, long_run, start_long_runs, stop_long_runs
 
 from batchspec.conformance import goldens
 from batchspec.conformance.golden.store import load_all
@@ -36,50 +36,29 @@ RUNS = {
     # bench/'s smoke run: every workload once, untimed, at the smallest shape (docs/benchmarks.md)
     "bench_smoke_run": ("bench", "--backend=vectorized", "--benchmark-disable", "--bench-shapes=8x4096"),
 }
-_started: dict[str, BackgroundRun] = {}
+
+
+def _suite_run(name: str):
+    return long_run(name, lambda folder: BackgroundRun(folder, *RUNS[name]))
+
+
+# the whole conformance suite against the reference backend
+reference_run = _suite_run("reference_run")
+# the conformance suite against the vectorized backend (multi-rank scenarios left out)
+vectorized_run = _suite_run("vectorized_run")
+# against upstream nemo-automodel 0.7.0 (``automodel``; multi-rank scenarios left out: their
+# profile is not declared)
+automodel_run = _suite_run("automodel_run")
+# ``pytest bench`` with every workload run once, untimed (``--benchmark-disable``)
+bench_smoke_run = _suite_run("bench_smoke_run")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    needed = {name for item in session.items for name in getattr(item, "fixturenames", ()) if name in RUNS}
-    for name in sorted(needed):
-        tmp_dir = session.config._tmp_path_factory.mktemp(name)
-        _started[name] = BackgroundRun(tmp_dir, *RUNS[name])
+    start_long_runs(session)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    for run in _started.values():
-        run.stop()
-
-
-def _run(name: str, tmp_path_factory) -> SuiteRun:
-    if name not in _started:  # e.g. requested by a test selected after collection
-        _started[name] = BackgroundRun(tmp_path_factory.mktemp(name), *RUNS[name])
-    return _started[name].result()
-
-
-@pytest.fixture(scope="session")
-def reference_run(tmp_path_factory) -> SuiteRun:
-    """The whole conformance suite against the reference backend."""
-    return _run("reference_run", tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def vectorized_run(tmp_path_factory) -> SuiteRun:
-    """The conformance suite against the vectorized backend (multi-rank scenarios left out)."""
-    return _run("vectorized_run", tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def automodel_run(tmp_path_factory) -> SuiteRun:
-    """The conformance suite against upstream nemo-automodel 0.7.0 (``automodel``; multi-rank
-    scenarios left out: their profile is not declared)."""
-    return _run("automodel_run", tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def bench_smoke_run(tmp_path_factory) -> SuiteRun:
-    """``pytest bench`` with every workload run once, untimed (``--benchmark-disable``)."""
-    return _run("bench_smoke_run", tmp_path_factory)
+    stop_long_runs()
 
 
 @pytest.fixture(scope="session")

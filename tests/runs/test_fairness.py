@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _suite import ROOT, SuiteRun, run_conformance
+from _suite import ROOT, BackgroundRun, long_run
 
 from batchspec import reference
 from batchspec.conformance.helpers.asserts import Shape, names
@@ -82,10 +82,11 @@ def _load_reworded():
 reworded = _load_reworded()
 
 
-@pytest.fixture(scope="module")
-def reworded_run(tmp_path_factory) -> SuiteRun:
-    return run_conformance(
-        tmp_path_factory.mktemp("reworded-run"),
+# started at collection, beside the other long runs (tests/conftest.py)
+reworded_run = long_run(
+    "reworded_run",
+    lambda folder: BackgroundRun(
+        folder,
         "conformance",
         "--backend=reworded_backend",
         "--launcher=torch",
@@ -94,7 +95,8 @@ def reworded_run(tmp_path_factory) -> SuiteRun:
         "-k",
         SELECTION,
         env=REWORDED_ENV,
-    )
+    ),
+)
 
 
 def _outcome(testcase) -> str:

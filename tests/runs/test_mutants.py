@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
-import subprocess
 import sys
 from pathlib import Path
+
+from _suite import BackgroundCommand, long_run
 
 from batchspec.conformance.spec import spec_clauses
 
 SWEEP = Path(__file__).resolve().parents[1] / "mutants" / "sweep.py"
 ROOT = SWEEP.parents[2]
-# mutants a CI run sweeps (one core, while the background suite runs use the other: ~30-60 s each)
+# mutants a CI run sweeps (one after another, beside the other long runs: ~30-60 s each)
 DAILY_SAMPLE = 3
 _spec = importlib.util.spec_from_file_location("mutant_sweep", SWEEP)
 sweep = importlib.util.module_from_spec(_spec)
@@ -41,20 +42,22 @@ def test_the_daily_sample_is_a_rotating_slice_of_every_mutant():
     assert {name for s in slices for name in s} == set(names), "every mutant is swept within len(names) days"
 
 
-def test_the_daily_sample_of_mutants_is_killed_with_only_its_declared_clauses_blamed(tmp_path):
+# CI's slice of the sweep, started at collection beside the other long runs (tests/conftest.py)
+mutant_sample = long_run(
+    "mutant_sample",
+    lambda folder: BackgroundCommand(
+        folder,
+        [sys.executable, str(SWEEP), "--sample", str(DAILY_SAMPLE), "-j", "1", "--out", str(folder / "kill-table.md")],
+    ),
+)
+
+
+def test_the_daily_sample_of_mutants_is_killed_with_only_its_declared_clauses_blamed(mutant_sample):
     """CI's slice of the sweep: each sampled mutant is killed and every clause its failures are
     blamed on is one it declares (the kill table is printed; ``--sample`` picks by the date)."""
-    table = tmp_path / "kill-table.md"
-    done = subprocess.run(
-        [sys.executable, str(SWEEP), "--sample", str(DAILY_SAMPLE), "-j", "1", "--out", str(table)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        check=False,
-    )
-    print(done.stdout)
-    assert done.returncode == 0, f"the daily sample failed the sweep:\n{done.stdout}\n{done.stderr[-3000:]}"
+    print(mutant_sample.output)
+    assert mutant_sample.returncode == 0, f"the daily sample failed the sweep:\n{mutant_sample.output[-5000:]}"
+    table = mutant_sample.folder / "kill-table.md"
     assert table.read_text(encoding="utf-8").count("| yes |") == DAILY_SAMPLE
 
 
