@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -66,6 +67,9 @@ class BackgroundCommand:
     def __init__(self, folder: Path, command: list[str], env: dict | None = None) -> None:
         self.folder = folder
         self._log = (folder / "output.txt").open("w+")
+        # one torch thread each unless told otherwise: several long runs share the cores, and
+        # torch's default (a thread per core in every process) costs half again in CPU time
+        env = {"OMP_NUM_THREADS": "1", **(os.environ if env is None else env)}
         self._process = subprocess.Popen(
             command, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, text=True, env=env
         )
@@ -148,6 +152,12 @@ def long_run(name: str, start: Callable[[Path], BackgroundCommand]):
         return _STARTED[name].result()
 
     return _fixture
+
+
+def long_runs_last(items: list[pytest.Item]) -> None:
+    """Move the tests that read a long run after the others, in place and otherwise in order
+    (``pytest_collection_modifyitems``): the others run while the long runs do."""
+    items.sort(key=lambda item: any(name in _STARTERS for name in getattr(item, "fixturenames", ())))
 
 
 def start_long_runs(session: pytest.Session) -> None:

@@ -5,7 +5,8 @@ run once per session.
 
 They start in background processes as soon as collection shows a test that needs them
 (``_suite.long_run``; test modules declare their own long runs the same way), so they use both
-cores while the other tests run; a fixture waits for its run only when a test reads it.
+cores while the other tests run; the tests that read them run last (``long_runs_last``), and a
+fixture waits for its run only when a test reads it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _suite import BackgroundRun, long_run, start_long_runs, stop_long_runs
+from _suite import BackgroundRun, long_run, long_runs_last, start_long_runs, stop_long_runs
 
 from batchspec.conformance import goldens
 from batchspec.conformance.golden.store import load_all
@@ -25,7 +26,7 @@ from batchspec.conformance.golden.store import load_all
 RUNS = {
     "reference_run": ("conformance", "--backend=reference"),
     "vectorized_run": ("conformance", "--backend=vectorized", "--ignore=conformance/test_checkpoint_ranks.py"),
-    # upstream nemo-automodel 0.7.0's own functions (README, "Upstream through the suite")
+    # upstream nemo-automodel 0.7.0's own functions (docs/upstream.md, "Upstream through the suite")
     "automodel_run": (
         "conformance",
         "--backend=automodel",
@@ -51,6 +52,10 @@ vectorized_run = _suite_run("vectorized_run")
 automodel_run = _suite_run("automodel_run")
 # ``pytest bench`` with every workload run once, untimed (``--benchmark-disable``)
 bench_smoke_run = _suite_run("bench_smoke_run")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    long_runs_last(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
