@@ -23,7 +23,7 @@ profile and signature (``spec_signatures``) and the clause that lists the functi
   ``ZephonDataLoader``).
 
 ``CONSTANTS`` holds the contract names that are not functions (``DEFAULT_PACKED_SEQUENCE_CONTRACT``).
-README's table of the contract's names is generated from both:
+The table of the contract's names in docs/backend-guide.md (section 1) is generated from both:
 ``python -m batchspec.conformance.functions --write`` (``--check`` says whether it is current).
 """
 
@@ -44,7 +44,7 @@ from batchspec.conformance.spec import spec_raising_clauses, spec_signatures
 __all__ = [
     "CONSTANTS",
     "FUNCTIONS",
-    "README",
+    "GUIDE",
     "BY_TENSORS",
     "BY_TOKEN_FIELDS",
     "ContractConstant",
@@ -55,7 +55,7 @@ __all__ = [
     "main",
     "option_only_profiles",
     "placed_functions",
-    "render_readme",
+    "render_table",
 ]
 
 # ``ContractFunction.device``: what --device moves, and where the outputs belong ([tb-device])
@@ -349,9 +349,9 @@ def placed_functions() -> tuple[str, ...]:
     return tuple(name for name, record in FUNCTIONS.items() if record.device is not None)
 
 
-# ------------------------------------------------------------------- README's table ----
+# ------------------------------------------------------ the backend guide's table ----
 
-README = Path(__file__).resolve().parents[1] / "README.md"  # in a checkout
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "backend-guide.md"  # in a checkout
 BEGIN = "<!-- contract-functions -->"
 END = "<!-- /contract-functions -->"
 
@@ -360,8 +360,8 @@ def _clauses(ids: tuple[str, ...] | list[str]) -> str:
     return ", ".join(f"[{c}]" for c in ids)
 
 
-def render_readme() -> str:
-    """README's table of the contract's names, markers included: one row per record."""
+def render_table() -> str:
+    """docs/backend-guide.md's table of the contract's names, markers included: one row per record."""
     lines = [
         BEGIN,
         "| name | profile | on `--device` | raising on a valid input breaks | modifying an input breaks |",
@@ -380,7 +380,7 @@ def render_readme() -> str:
     return "\n".join(lines)
 
 
-def readme_section(text: str) -> str | None:
+def table_section(text: str) -> str | None:
     """The table between the markers in ``text`` (markers included), or None."""
     start, end = text.find(BEGIN), text.find(END)
     return text[start : end + len(END)] if 0 <= start < end else None
@@ -389,21 +389,23 @@ def readme_section(text: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m batchspec.conformance.functions", description=__doc__)
     group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--write", action="store_true", help="write README.md's table of the contract's names")
-    group.add_argument("--check", action="store_true", help="exit 1 when README.md's table is not current")
+    group.add_argument(
+        "--write", action="store_true", help="write docs/backend-guide.md's table of the contract's names"
+    )
+    group.add_argument("--check", action="store_true", help="exit 1 when docs/backend-guide.md's table is not current")
     args = parser.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
-    current = readme_section(text)
+    text = GUIDE.read_text(encoding="utf-8")
+    current = table_section(text)
     if current is None:
-        print(f"{README}: no {BEGIN} ... {END} markers", file=sys.stderr)
+        print(f"{GUIDE}: no {BEGIN} ... {END} markers", file=sys.stderr)
         return 1
-    page = render_readme()
+    page = render_table()
     if args.write:
-        README.write_text(text.replace(current, page), encoding="utf-8")
+        GUIDE.write_text(text.replace(current, page), encoding="utf-8")
         return 0
     if current != page:
         print(
-            "README.md's table of the contract's names is stale: run python -m batchspec.conformance.functions --write"
+            "docs/backend-guide.md's table of the contract's names is stale: run python -m batchspec.conformance.functions --write"
         )
         return 1
     return 0

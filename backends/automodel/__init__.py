@@ -6,7 +6,7 @@ provides a stand-in ``transformers.masking_utils`` for the import when ``transfo
 installed). Their signatures already are SPEC's ([api-signatures]), so the adapter renames
 nothing and wraps nothing: whatever the suite finds is upstream's behaviour, and a failing
 clause is a place where SPEC deliberately differs from upstream (``EXPECTED_DIFFERENCES``,
-README "Upstream through the suite"), or a suite bug.
+docs/upstream.md, "Upstream through the suite"), or a suite bug.
 
 Exposed (SPEC.md sections 2 and 8):
 
@@ -73,8 +73,8 @@ BATCHSPEC_CAPABILITIES = frozenset({"unpad_data", "packed_metadata", "datum", "c
 
 # The clauses upstream 0.7.0 fails: clause -> (the Decision of SPEC.md's "Decisions" where SPEC
 # deliberately differs from upstream, what upstream does there). The one home of these facts:
-# README's "Upstream through the suite" table is generated from them and a run's report
-# (batchspec/automodel_readme.py), and tests/upstream/test_automodel_backend.py checks that a run fails
+# docs/upstream.md's results table is generated from them and a run's report
+# (batchspec/automodel_results.py), and tests/upstream/test_automodel_backend.py checks that a run fails
 # exactly these clauses.
 EXPECTED_DIFFERENCES: dict[str, tuple[str, str]] = {
     "collaters-no-mutation": (

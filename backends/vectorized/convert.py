@@ -37,6 +37,10 @@ from batchspec.reference.convert import _check_options, _output_device, _records
 
 __all__ = ["convert_text_batch"]
 
+# packed_mask_type -> the batched attention_mask built from the selected ids [batched-block-causal],
+# [batched-document-ids-mask]
+_PACKED_MASKS = {"block_causal": block_causal_mask, "document_ids": torch.Tensor.clone}
+
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -303,12 +307,9 @@ def convert_text_batch(
         return out
     out["_packed_seq_ids"] = selected.clone()
     mask_type = packing_contract.packed_mask_type
-    if mask_type == "block_causal":
-        out["attention_mask"] = block_causal_mask(selected)
-    elif mask_type == "document_ids":
-        out["attention_mask"] = selected.clone()
-    else:
-        raise ValueError(f"packing_contract.packed_mask_type {mask_type!r} is not block_causal or document_ids")
+    if mask_type not in _PACKED_MASKS:
+        raise ValueError(f"packing_contract.packed_mask_type {mask_type!r} is not one of {sorted(_PACKED_MASKS)}")
+    out["attention_mask"] = _PACKED_MASKS[mask_type](selected)
     if wants_metadata:
         largest_id, max_seqlen = rest
         out.update(metadata_from_spans(selected, counts, spans, max(1, largest_id) + 1))

@@ -1,5 +1,5 @@
 """The records of the contract's functions (conformance/functions.py) against SPEC.md, and the
-tables and the README block derived from them."""
+tables and the backend guide's table derived from them."""
 
 from __future__ import annotations
 
@@ -81,9 +81,9 @@ def test_every_golden_case_names_a_target_of_a_record():
     assert not targets - named, f"golden targets no case uses: {sorted(targets - named)}"
 
 
-def test_readme_lists_the_records():
-    current = functions.readme_section(functions.README.read_text(encoding="utf-8"))
-    assert current == functions.render_readme(), "run python -m batchspec.conformance.functions --write"
+def test_the_backend_guide_lists_the_records():
+    current = functions.table_section(functions.GUIDE.read_text(encoding="utf-8"))
+    assert current == functions.render_table(), "run python -m batchspec.conformance.functions --write"
 
 
 def test_the_check_command_agrees():

@@ -1,8 +1,8 @@
-"""The ``automodel`` backend (README, "Upstream through the suite"): upstream nemo-automodel
+"""The ``automodel`` backend (docs/upstream.md, "Upstream through the suite"): upstream nemo-automodel
 0.7.0's own functions, run through the conformance suite.
 
 The run fails exactly the clauses ``EXPECTED_DIFFERENCES`` explains with a Decision, and
-README's results block is what that run gives. Needs upstream
+docs/upstream.md's results block is what that run gives. Needs upstream
 (``pip install --no-deps nemo-automodel==0.7.0``); without it those tests are skipped with that
 command, and only the check that the backend's import then says so runs. The suite run takes
 about 15 s on 2 cores.
@@ -53,14 +53,14 @@ def test_the_backend_is_upstreams_own_functions_and_declares_their_profiles():
 
 
 @needs_upstream
-def test_the_suite_fails_exactly_the_explained_clauses_and_readme_shows_the_run(automodel_run):
-    """``automodel_run`` (tests/conftest.py) is README's command, started in the background."""
-    from batchspec import automodel_readme as readme
+def test_the_suite_fails_exactly_the_explained_clauses_and_the_page_shows_the_run(automodel_run):
+    """``automodel_run`` (tests/conftest.py) is docs/upstream.md's command, started in the background."""
+    from batchspec import automodel_results as results
     from batchspec.backends.automodel import EXPECTED_DIFFERENCES
 
     run = automodel_run
     assert run.report, run.output[-3000:]
-    problem = readme.unexplained(run.report)
+    problem = results.unexplained(run.report)
     assert problem is None, f"{problem}\n{run.output[-3000:]}"
     assert run.returncode == (1 if EXPECTED_DIFFERENCES else 0), run.output[-3000:]
     assert not run.report["verdict"]["incomplete"], run.report["verdict"]
@@ -70,7 +70,7 @@ def test_the_suite_fails_exactly_the_explained_clauses_and_readme_shows_the_run(
         assert f"[{clause}]" in spec.split("## Decisions", 1)[1].split(f"**{decision} (", 1)[1].split("\n- ", 1)[0], (
             f"SPEC.md's {decision} does not name [{clause}] among the clauses it lands in"
         )
-    current = readme.section_of((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert current == readme.render(run.report), (
-        "README's automodel results are stale: run the commands in README, 'Upstream through the suite'"
+    current = results.section_of((ROOT / "docs" / "upstream.md").read_text(encoding="utf-8"))
+    assert current == results.render(run.report), (
+        "docs/upstream.md's automodel results are stale: run the commands in its 'Upstream through the suite'"
     )

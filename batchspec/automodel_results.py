@@ -1,19 +1,20 @@
-"""README's "Upstream through the suite" results, generated from a conformance run of ``automodel``.
+"""docs/upstream.md's results of upstream through the suite, generated from a conformance run of ``automodel``.
 
-``python -m batchspec.automodel_readme REPORT.json [--write README.md | --check README.md]``
+``python -m batchspec.automodel_results REPORT.json [--write docs/upstream.md | --check docs/upstream.md]``
 
 ``REPORT.json`` is the ``report.json`` that ``pytest conformance --backend=automodel
 --conformance-report=DIR`` writes. The text (a summary line with the status counts, one table
 row per clause the run judged, the clauses not supported and those not run) goes between the
 markers ``<!-- automodel-results -->`` and ``<!-- /automodel-results -->``; a ``FAIL`` row
 gives the Decision from ``EXPECTED_DIFFERENCES`` (``backends/automodel/__init__.py``), linked to
-its anchor in SPEC.md (``SPEC.md#d-6``).
+its anchor in SPEC.md (``../SPEC.md#d-6`` from docs/; the link is relative to the file written).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -23,10 +24,13 @@ from batchspec.backends.automodel import EXPECTED_DIFFERENCES
 from batchspec.conformance.spec import spec_clauses
 from batchspec.conformance.verdict import STATUSES
 
-__all__ = ["BEGIN", "END", "main", "render", "section_of", "unexplained"]
+__all__ = ["BEGIN", "DOC", "END", "SPEC", "main", "render", "section_of", "unexplained"]
 
 BEGIN = "<!-- automodel-results -->"
 END = "<!-- /automodel-results -->"
+ROOT = Path(__file__).resolve().parents[1]  # in a checkout
+DOC = ROOT / "docs" / "upstream.md"  # where the block lives
+SPEC = ROOT / "SPEC.md"
 
 
 def unexplained(report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTED_DIFFERENCES) -> str | None:
@@ -40,12 +44,15 @@ def unexplained(report: Mapping, differences: Mapping[str, tuple[str, str]] = EX
     )
 
 
-def render(report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTED_DIFFERENCES) -> str:
-    """The results text, markers included, for ``report`` (a parsed ``report.json``).
+def render(
+    report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTED_DIFFERENCES, spec: str = "../SPEC.md"
+) -> str:
+    """The results text, markers included, for ``report`` (a parsed ``report.json``), with links
+    to ``spec`` (SPEC.md as the page holding the text reaches it; from docs/ by default).
 
     Raises:
         ValueError: the report is not of the ``automodel`` backend, or its failing clauses are
-            not exactly ``differences``' keys (a failure README would not explain).
+            not exactly ``differences``' keys (a failure the page would not explain).
     """
     backend = report["backend"]
     if backend["name"] != "automodel":
@@ -78,10 +85,10 @@ def render(report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTE
         why = ""
         if clause in differences:
             decision, what = differences[clause]
-            why = f"[{decision}](SPEC.md#{decision.lower()}): {what}"
+            why = f"[{decision}]({spec}#{decision.lower()}): {what}"
         elif row["status"] == "partial" and all(t["outcome"] in ("passed", "not supported") for t in row["tests"]):
             why = "(passes; its other tests need a profile not declared)"
-        lines.append(f"| [{clause}](SPEC.md#{clause}) | {row['level']} | {row['status']} | {why} |")
+        lines.append(f"| [{clause}]({spec}#{clause}) | {row['level']} | {row['status']} | {why} |")
     lines.append("")
     if unsupported:
         lines.append(
@@ -101,7 +108,7 @@ def render(report: Mapping, differences: Mapping[str, tuple[str, str]] = EXPECTE
 
 
 def section_of(text: str) -> str:
-    """The results text (markers included) in ``text``, e.g. README.md's.
+    """The results text (markers included) in ``text``, e.g. docs/upstream.md's.
 
     Raises:
         ValueError: ``text`` has no ``BEGIN`` … ``END`` block.
@@ -113,14 +120,15 @@ def section_of(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m batchspec.automodel_readme", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m batchspec.automodel_results", description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path, help="report.json of a `pytest conformance --backend=automodel` run")
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", type=Path, metavar="README", help="replace the results block in this file")
-    group.add_argument("--check", type=Path, metavar="README", help="exit 1 when this file's block differs")
+    group.add_argument("--write", type=Path, metavar="PAGE", help="replace the results block in this file")
+    group.add_argument("--check", type=Path, metavar="PAGE", help="exit 1 when this file's block differs")
     args = parser.parse_args(argv)
-    text = render(json.loads(args.report.read_text(encoding="utf-8")))
     target = args.write or args.check
+    spec = os.path.relpath(SPEC, (target or DOC).resolve().parent)
+    text = render(json.loads(args.report.read_text(encoding="utf-8")), spec=Path(spec).as_posix())
     if target is None:
         sys.stdout.write(text)
         return 0
