@@ -21,6 +21,7 @@ and the largest id / ``max_seqlen`` the output shapes and the Python ``int`` nee
 from __future__ import annotations
 
 import array
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,10 @@ __all__ = ["convert_text_batch"]
 
 # packed_mask_type -> the batched attention_mask built from the selected ids [batched-block-causal],
 # [batched-document-ids-mask]
-_PACKED_MASKS = {"block_causal": block_causal_mask, "document_ids": torch.Tensor.clone}
+_PACKED_MASKS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "block_causal": block_causal_mask,
+    "document_ids": torch.Tensor.clone,
+}
 
 
 def _is_int(value: Any) -> bool:
