@@ -40,7 +40,7 @@ import hashlib
 import json
 import numbers
 import struct
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "MAGIC",
@@ -72,7 +72,7 @@ def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -282,6 +282,8 @@ def _attribute(obj: Any, name: str) -> Any:
 def _builder_method(op: Any) -> str:
     """The ``zephon.Pipeline`` method that added the stage running ``op``."""
     name = _zephon_class(op)
+    if name is None:  # a stage of the caller's own: Pipeline.add_op
+        return "add_op"
     if name == "PackSequences":
         return "pack_flat" if op.output == "flat" else "pack_sequences"
     return _BUILDER_METHODS.get(name, "add_op")

@@ -95,6 +95,7 @@ def convert_text_batch(
     # pad_to_length, pad_token_id is ignored [unpacked-pad-token-only-with-length]. After this
     # the unpacked route is the packed route [unpacked-same-route].
     if pad_to_length is not None:
+        assert pad_token_id is not None  # _check_options requires it with pad_to_length
         rows = [_pad_row(row, pad_to_length, pad_token_id, b) for b, row in enumerate(rows)]
     lengths = [len(row.tokens) for row in rows]
     if len(set(lengths)) != 1:
