@@ -1,4 +1,5 @@
-"""Running the conformance suite in a subprocess and reading what it produced."""
+"""Running the conformance suite (or another long command) in a subprocess, reading what it
+produced, and the session's long runs: started in the background at collection, read last."""
 
 from __future__ import annotations
 
