@@ -68,6 +68,8 @@ def run_mutant(name: str, workdir: Path) -> dict:
         PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
         # no shrinking: the verdict and the blame of the first failing example are what a sweep reads
         BATCHSPEC_HYPOTHESIS_PROFILE=os.environ.get("BATCHSPEC_HYPOTHESIS_PROFILE", "batchspec-sweep"),
+        # one torch thread per run unless told otherwise: the runs (-j) share the cores
+        OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
     )
     command = [
         sys.executable,
