@@ -57,7 +57,7 @@ import dataclasses
 import functools
 import re
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import torch
 from zephon import SampleBatch
@@ -65,6 +65,13 @@ from zephon import SampleBatch
 from batchspec.conformance.functions import BY_TOKEN_FIELDS, FUNCTIONS, placed_functions
 from batchspec.conformance.helpers.asserts import ClauseFailure
 from batchspec.conformance.helpers.inputs import TOKEN_FIELDS
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    class _PayloadRecord(DataclassInstance, Protocol):
+        payload: Mapping[str, Any]
+
 
 __all__ = [
     "PLACED_FUNCTIONS",
@@ -191,6 +198,12 @@ def device_problems(result: Any, expected_device: str | torch.device) -> list[st
     ]
 
 
+def _payload_record(record: object) -> TypeGuard[_PayloadRecord]:
+    """A dataclass whose ``payload`` is a mapping: a record ``_Placement.sample_batch`` rebuilds
+    (``dataclasses.replace``, which refuses a dataclass that is a class, not an instance)."""
+    return dataclasses.is_dataclass(record) and isinstance(getattr(record, "payload", None), Mapping)
+
+
 class _Placement:
     """The inputs of one call moved to a device, and what is needed to undo it for the caller."""
 
@@ -228,7 +241,7 @@ class _Placement:
             ):
                 return batch
             for record in batch.records:
-                if not (dataclasses.is_dataclass(record) and isinstance(getattr(record, "payload", None), Mapping)):
+                if not _payload_record(record):
                     records.append(record)
                     continue
                 copy = dataclasses.replace(record, payload=self.entries(record.payload))

@@ -8,6 +8,7 @@ import functools
 import threading
 import time
 from collections import Counter
+from typing import cast
 
 import pytest
 from zephon import SampleBatch, SampleMeta, SampleRecord
@@ -48,7 +49,12 @@ def test_construction_does_not_start_the_pipeline(backend):
     "kwargs, error, words",
     [
         ({"packing_contract": Contract("flash_varlen")}, ValueError, ("packed_mask_type",)),
-        ({"packing_contract": Contract("block_causal", "yes")}, TypeError, ("return_packed_sequence_metadata",)),
+        # a str where the contract holds a bool, on purpose: the loader must refuse it
+        (
+            {"packing_contract": Contract("block_causal", cast(bool, "yes"))},
+            TypeError,
+            ("return_packed_sequence_metadata",),
+        ),
         (
             {"packing_contract": Contract(), "output_format": "bshd"},
             ValueError,

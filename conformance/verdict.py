@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from typing import TypedDict
 
 import pytest
 
@@ -59,6 +60,14 @@ STATUSES = ("FAIL", "expected failure", "unexpected pass", "pass", "partial", "i
 RESULTS = ("error", "fail", "incomplete", "pass")  # the verdict's ``result``
 # report.md shows this many failures in full (the real failures first); report.json has them all
 MARKDOWN_FAILURES = 20
+
+
+class _ClauseRow(TypedDict):
+    """One row of the report's ``clauses`` table (``build_report``)."""
+
+    level: str  # MUST, SHOULD, or "?" for a clause SPEC.md does not list
+    status: str  # one of STATUSES
+    tests: list[dict[str, str]]  # {"nodeid", "outcome"} of each citing test, sorted
 
 
 def clause_outcomes(records: Iterable[Mapping]) -> dict[str, list[tuple[str, str]]]:
@@ -143,7 +152,7 @@ def build_report(
     records = sorted(records, key=lambda r: r["nodeid"])
     per_clause = clause_outcomes(records)
     expected_clauses = {e.clause for e in expectations if e.clause is not None}
-    clauses = {}
+    clauses: dict[str, _ClauseRow] = {}
     for clause in sorted(per_clause):
         clauses[clause] = {
             "level": levels.get(clause, "?"),

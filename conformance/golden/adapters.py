@@ -89,12 +89,12 @@ def call(impl: Any, function: str, inputs: Mapping[str, Any], options: Mapping[s
     """Call ``function`` of ``impl`` (a backend or the ``reference`` module) on decoded
     ``inputs``; return the normalized output and a list of input mutations it caused."""
     spec = adapter(function)
-    inputs = copy.deepcopy(dict(inputs))
+    given = copy.deepcopy(dict(inputs))
     if not spec.frozen_tensors:
-        return spec.run(impl, inputs, dict(options))
+        return spec.run(impl, given, dict(options))
     # (the tensor object itself, a copy): a function may replace mapping entries, never modify a tensor in place
-    snapshot = {k: (v, v.clone()) for k, v in tensors_in(inputs).items()}
-    output, mutated = spec.run(impl, inputs, dict(options))
+    snapshot = {k: (v, v.clone()) for k, v in tensors_in(given).items()}
+    output, mutated = spec.run(impl, given, dict(options))
     mutated = mutated + [
         f"input tensor {k} was modified in place"
         for k, (v, copy_) in snapshot.items()

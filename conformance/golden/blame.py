@@ -79,6 +79,7 @@ def blame(
     clauses = (table.get(f"{key}.dtype") if dtype_only else None) or table.get(key) or table.get("*")
     if function == "get_unpad_data" and key == "cu_seqlens" and not dtype_only and inputs is not None:
         route = "unpad-binary" if binary_mask(inputs.get("mask")) else "unpad-indexed"
+        assert clauses is not None  # OUTPUT_CLAUSES gives get_unpad_data's cu_seqlens its clauses
         clauses = tuple(c for c in clauses if c in (route, "unpad-precondition"))
     return _narrow(clauses, cited) if clauses else cited
 
@@ -94,16 +95,17 @@ def default_collater_blame(key: str, actual: Any, expected: Any, items: Sequence
     """For a list-valued key of ``default_collater``: [dcoll-pad-values] when every differing
     element lies past its item's own length (a pad slot), else [dcoll-fields]."""
     values = [item.get(key) for item in items]
+    sequences = [v for v in values if isinstance(v, (list, tuple))]
     if not (
         isinstance(actual, torch.Tensor)
         and isinstance(expected, torch.Tensor)
         and actual.shape == expected.shape
         and actual.dtype == expected.dtype
         and actual.dim() == 2
-        and all(isinstance(v, (list, tuple)) for v in values)
+        and len(sequences) == len(values)
     ):
         return ("dcoll-fields",)
-    lengths = torch.tensor([len(v) for v in values]).unsqueeze(1)
+    lengths = torch.tensor([len(v) for v in sequences]).unsqueeze(1)
     pad_slot = torch.arange(expected.shape[1]).unsqueeze(0) >= lengths
     differ = actual != expected
     return ("dcoll-pad-values",) if bool(pad_slot[differ].all()) else ("dcoll-fields",)

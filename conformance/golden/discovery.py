@@ -24,6 +24,7 @@ def case_modules(cases_dir: Path = CASES_DIR) -> list[Path]:
 
 def _load(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"golden_cases_{path.stem}", path)
+    assert spec is not None and spec.loader is not None  # a .py file always gets a source loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

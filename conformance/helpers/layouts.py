@@ -116,7 +116,7 @@ def storage_offset(value: Any) -> int:
     """A tensor's storage offset, or a numpy array's offset (in elements) into the buffer it
     is a view of (0 for an array that owns its data)."""
     if isinstance(value, torch.Tensor):
-        return value.storage_offset()
+        return int(value.storage_offset())  # an int (the SymInt its type allows is for symbolic tracing)
     base = value  # walk to the buffer this array views (as_strided puts a wrapper in between)
     while getattr(base, "base", None) is not None and hasattr(base.base, "__array_interface__"):
         base = base.base
@@ -157,11 +157,13 @@ def relayout(value: Any, layout: str, *, dim: int | None = None, step: int = 2, 
     if dim is None and layout in ("step", "expanded"):
         dim = (_big_dims(shape) if layout == "step" else _expandable_dims(value))[0]
     if layout == "expanded":
+        assert dim is not None  # chosen above when not given
         narrow_shape = tuple(1 if d == dim else size for d, size in enumerate(shape))
-        strides = list(_contiguous_strides(narrow_shape))
-        base = _write(value, narrow_shape, tuple(strides), pad, fill, part=("narrow", dim))
-        strides[dim] = 0
-        out = _view(base, shape, tuple(strides), pad)
+        narrow_strides = _contiguous_strides(narrow_shape)
+        base = _write(value, narrow_shape, narrow_strides, pad, fill, part=("narrow", dim))
+        expanded_strides = list(narrow_strides)
+        expanded_strides[dim] = 0
+        out = _view(base, shape, tuple(expanded_strides), pad)
     else:
         strides = _strides(shape, layout, dim if dim is not None else 0, step)
         out = _write(value, shape, strides, pad, fill)
@@ -188,10 +190,10 @@ def _write(value: Any, shape: tuple[int, ...], strides: tuple[int, ...], pad: in
         view = torch.as_strided(buffer, shape, strides, pad)
         view.copy_(source)
         return buffer if part is not None else view
-    buffer = np.full(size, fill, dtype=value.dtype)
-    view = _view(buffer, shape, strides, pad)
+    array = np.full(size, fill, dtype=value.dtype)
+    view = _view(array, shape, strides, pad)
     view[...] = source
-    return buffer if part is not None else view
+    return array if part is not None else view
 
 
 def _check(value: Any, out: Any, layout: str) -> None:
@@ -220,7 +222,7 @@ def _fillers(dtype: Any) -> tuple:
             return (True, False)
         if dtype.is_floating_point:
             return (0.0, 1.5, -2.0)
-        info = torch.iinfo(dtype)
+        info: torch.iinfo | np.iinfo = torch.iinfo(dtype)
     else:
         kind = np.dtype(dtype).kind
         if kind == "b":

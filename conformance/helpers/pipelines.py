@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 from batchspec.conformance.helpers.asserts import ClauseFailure
 from batchspec.conformance.helpers.corpus import PAD_ID, SHARD_DIR, CorpusTokenizer, corpus_texts
@@ -77,7 +78,7 @@ def corpus_pipeline(
     work_source = StaticMixtureWorkSource(
         [dataset], {"nodejs_api": 1.0}, chunk_size=chunk_size, seed=seed, exhausted_policy=exhausted_policy
     )
-    runtime = {"runner": runner, "aggregate_dir": str(scratch_dir / "aggregate"), "run_id": "batchspec"}
+    runtime: dict[str, Any] = {"runner": runner, "aggregate_dir": str(scratch_dir / "aggregate"), "run_id": "batchspec"}
     if runner == "inline":
         runtime.update(prefetch_batches=0, default_stage_prefetch=0)
     options = {**runtime, **options}

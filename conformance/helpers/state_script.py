@@ -182,12 +182,13 @@ def _argument(action: str, specs: Mapping, saved: Mapping) -> Any:
 def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
     """Play ``options["script"]`` against ``impl.ZephonDataLoader``; see the module docstring."""
     specs = inputs["pipelines"]
-    current_replicas = None  # the canonical_replicas of the current loader's pipeline
+    current_replicas: int | None = None  # the canonical_replicas of the current loader's pipeline
     label = _Labels()
     saved: dict[str, bytes] = {}
     outcomes: dict[str, Any] = {}
     loaders: list = []
-    loader = spy = None
+    loader: Any = None  # the backend's ZephonDataLoader, once a 'new:P' built one
+    spy: SpyPipeline | None = None  # the pipeline of the latest 'new:P'
     catalog = os.environ.get("ZEPHON_CATALOG_DIR")
     with tempfile.TemporaryDirectory(prefix="batchspec-state-") as scratch:
         os.environ["ZEPHON_CATALOG_DIR"] = str(Path(scratch) / "catalog")
@@ -209,6 +210,7 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                     loader = None
                 elif loader is None and verb != "new":
                     raise ValueError(f"state script action {action!r} before any successful 'new:P'")
+                assert spy is not None  # built by this 'new:P', or by the one that built the loader
                 try:
                     if verb == "new":
                         loader = impl.ZephonDataLoader(spy, row_indices, packing_contract=Contract())
@@ -249,8 +251,8 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                 except AssertionError:
                     raise
                 except Exception as error:  # noqa: BLE001 - recorded and compared
-                    replicas = {current_replicas, _saved_replicas(argument) if verb == "load" else None}
-                    outcome = _error(error, label, replicas - {None})
+                    involved = (current_replicas, _saved_replicas(argument) if verb == "load" else None)
+                    outcome = _error(error, label, {r for r in involved if r is not None})
                 outcomes[f"{step} {action}"] = outcome
         finally:
             for each in loaders:

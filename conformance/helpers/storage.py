@@ -60,10 +60,12 @@ def memory_span(obj: Any) -> tuple[int, int] | None:
 
 
 def _byte_bounds(array: np.ndarray) -> tuple[int, int]:
-    byte_bounds = getattr(np, "byte_bounds", None)
-    if byte_bounds is None:  # numpy >= 2 moved it
-        from numpy.lib.array_utils import byte_bounds
-    return byte_bounds(array)
+    byte_bounds = getattr(np, "byte_bounds", None)  # numpy < 2
+    if byte_bounds is not None:
+        return byte_bounds(array)
+    from numpy.lib.array_utils import byte_bounds as array_utils_byte_bounds  # numpy >= 2 moved it
+
+    return array_utils_byte_bounds(array)
 
 
 def _same_memory_space(a: Any, b: Any) -> bool:

@@ -287,7 +287,7 @@ def id_masks(draw: st.DrawFn) -> torch.Tensor:
     """
     form = draw(st.sampled_from(MASK_FORMS), label="form")
     edges: tuple[int, ...] = ()
-    kinds = ("zero", "same", "new")
+    kinds: tuple[str, ...] = ("zero", "same", "new")
     layout = "shared"
     if form == "ids":
         batch_size = draw(st.integers(1, MAX_BATCH), label="B")

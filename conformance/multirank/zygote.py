@@ -242,6 +242,7 @@ class Zygote:
             RuntimeError: the zygote exited before it was ready (its stderr is in the message).
         """
         if self._process is not None and self._process.poll() is None:
+            assert self._workdir is not None  # set before the zygote starts, cleared after it ends
             return self._workdir / "zygote.sock"
         self.close()
         self._workdir = Path(tempfile.mkdtemp(prefix="batchspec-zygote-"))
@@ -259,6 +260,7 @@ class Zygote:
                 start_new_session=True,
             )
         self.starts += 1
+        assert self._process.stdout is not None  # stdout=PIPE
         if self._process.stdout.readline().strip() != "ready":
             self._process.wait()
             raise RuntimeError(f"the zygote exited (rc={self._process.returncode}): {stderr.read_text()[-3000:]}")
@@ -273,6 +275,7 @@ class Zygote:
         its folder."""
         if self._process is not None:
             if self._process.poll() is None:
+                assert self._process.stdin is not None  # stdin=PIPE
                 self._process.stdin.close()
                 try:
                     self._process.wait(timeout=10)
