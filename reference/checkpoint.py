@@ -233,8 +233,8 @@ FINGERPRINT_SCHEMA = 1
 
 # Zephon 0.2.0's op class -> the zephon.Pipeline method that adds it. pack_flat and
 # pack_sequences share PackSequences (told apart by its output mode); an op class not listed
-# here (a user's op, Zephon's _FunctionalOp) came from add_op.
-_BUILDER_METHODS = {
+# here (a user's op, whose class name is None here; Zephon's _FunctionalOp) came from add_op.
+_BUILDER_METHODS: dict[str | None, str] = {
     "DecodeText": "decode_text",
     "MapTransform": "map_transform",
     "MapBatchTransform": "map_batch",
@@ -282,8 +282,6 @@ def _attribute(obj: Any, name: str) -> Any:
 def _builder_method(op: Any) -> str:
     """The ``zephon.Pipeline`` method that added the stage running ``op``."""
     name = _zephon_class(op)
-    if name is None:  # a stage of the caller's own: Pipeline.add_op
-        return "add_op"
     if name == "PackSequences":
         return "pack_flat" if op.output == "flat" else "pack_sequences"
     return _BUILDER_METHODS.get(name, "add_op")
