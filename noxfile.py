@@ -24,15 +24,17 @@ import nox
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["lint", "types", "unit"]
 
-# the unit tier on 2 workers; the other tiers need none: their long runs start in the background
-# at collection (tests/conftest.py) and use the second core while the rest runs
+# the unit tier on 2 workers; the other tiers need none: their long runs (``_suite.long_run``) start
+# in the background when collection ends and use both cores while the other tests run, and the
+# tests that read them run last
 UNIT = ("tests/unit", "-n", "2")
 
 
 # the long tiers run several suite runs at once on the cores (tests/conftest.py); one torch thread
-# per process, every subprocess included, keeps them from contending (measured on 2 cores: the
-# runs and upstream tiers took 13m54s wall and 20.5 CPU minutes with torch's default threads,
-# 10m06s and 12.6 CPU minutes with one)
+# per process, every subprocess included, keeps them from contending (measured on 2 cores, at
+# 6b8d0f8 before the tests that read long runs ran last: the runs and upstream tiers took 13m54s
+# wall and 20.5 CPU minutes with torch's default threads, 10m06s and 12.6 CPU minutes with one;
+# with those tests last, 7m19s at 538e3b6)
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
@@ -91,7 +93,7 @@ def unit(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def runs(session: nox.Session) -> None:
-    """The runs tier: about 8 minutes on 2 cores (8m20s with the upstream tier, measured)."""
+    """The runs tier: about 7 minutes on 2 cores (7m19s measured with the upstream tier)."""
     _run(session, "pytest", "tests/runs", *session.posargs, env=ONE_THREAD)
 
 
