@@ -5,7 +5,8 @@ Every hand-written expected value of ``convert_text_batch`` (worked examples A-G
 option types, records without positions, the unpacked route) is a golden case of
 ``golden/cases/convert.py`` and ``golden/cases/field_reports.py``, run by ``test_goldens.py``.
 Here: the no-mutation and no-aliasing of a live ``SampleBatch``, an argument that is not a
-``SampleBatch`` at all, and a metamorphic relation between two calls.
+``SampleBatch`` at all, numpy arrays of Python objects (safetensors stores no object dtype), and
+a metamorphic relation between two calls.
 """
 
 from __future__ import annotations
@@ -67,6 +68,35 @@ def test_not_a_sample_batch_is_rejected(backend, argument):
         Contract(),
         IGNORE_INDEX,
         False,
+        False,
+        clause="ctb-input-errors",
+    )
+
+
+# (id, the field of record 1 that is replaced, a numpy array of objects one of which is not an integer)
+OBJECT_ARRAYS = [
+    ("tokens_none", "input_ids", np.array([1, None, 3], dtype=object)),
+    ("tokens_string", "input_ids", np.array([1, "2", 3], dtype=object)),
+    ("positions_float", "positions", np.array([0, 1.5, 2], dtype=object)),
+]
+
+
+@pytest.mark.requires("convert_text_batch")
+@pytest.mark.clause("ctb-input-errors", "ctb-input-errors.4")
+@pytest.mark.parametrize(("field", "value"), [a[1:] for a in OBJECT_ARRAYS], ids=[a[0] for a in OBJECT_ARRAYS])
+def test_an_object_array_holding_a_non_integer_is_rejected(backend, field, value):
+    """A token field or ``positions`` given as a numpy array of objects, one of them not an
+    integer, raises TypeError naming record 1 and the field (item 4: non-integers)."""
+    sb = sample_batch([Row((1, 2, 3), (0, 1, 2), 0), Row((1, 2, 3), (0, 1, 2), 0)])
+    sb.records[1].payload[field] = value
+    assert_raises(
+        TypeError,
+        (1, field),
+        backend.convert_text_batch,
+        sb,
+        Contract(),
+        IGNORE_INDEX,
+        True,
         False,
         clause="ctb-input-errors",
     )

@@ -98,12 +98,6 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "SPEC names no error for the list path they then take (the reference and upstream raise `TypeError`).",
     ),
     # convert.py
-    "convert.py:_as_int_list:except TypeError as error:": (
-        "gap",
-        "[ctb-input-errors] item 4 with a numpy `dtype=object` token field, which `torch.as_tensor` refuses: "
-        "the suite's item-4 cases are a float list and a float tensor (golden/cases/convert.py), "
-        "never an object array.",
-    ),
     # loader.py
     "loader.py:ZephonDataLoader.state_dict:except RuntimeError as error:": (
         "multirank",
