@@ -6,8 +6,9 @@ Every hand-written value of these collaters (pad values and overrides, padding m
 packed features, the errors) is a golden case of ``golden/cases/collaters.py``, whose rules follow
 upstream nemo-automodel 0.7.0's ``datasets/utils.py`` (docs/sources.md#nemo-automodel). Here:
 what a stored case cannot express (numpy scalars, Python ints whose stacked dtype the SPEC
-leaves to numpy, the exact type of returned values and exceptions, a keyword-only option
-passed positionally, which returned list objects are distinct). [collaters-no-mutation] (D-6)
+leaves to numpy, Python bools, for which SPEC rules out one answer and leaves the rest open, the
+exact type of returned values and exceptions, a keyword-only option passed positionally, which
+returned list objects are distinct). [collaters-no-mutation] (D-6)
 is checked at the end of this module. The code under test is reached only through
 the ``backend`` fixture.
 """
@@ -45,6 +46,27 @@ def test_default_collater_scalar_fields_are_stacked(backend, values, want):
     if not isinstance(score, torch.Tensor) or tuple(score.shape) != (2,) or score.tolist() != want:
         raise ClauseFailure(
             f"score={score!r}, but should be a [2] tensor {want} [dcoll-fields: {call}]", "dcoll-fields"
+        )
+
+
+@pytest.mark.requires("collaters")
+@pytest.mark.clause("dcoll-fields")
+def test_default_collater_never_stacks_bools_as_scalars(backend):
+    """``bool`` values are not scalars (a Python ``bool`` is an ``int``, so a scalar test that
+    forgets it stacks them to ``[B]``). They take the list path, where SPEC names no outcome for
+    a value that is not a list (the reference and upstream raise): raising is allowed, and a
+    ``[B]`` stack of them is the one answer the clause rules out."""
+    batch = [{"input_ids": [1, 2], "flag": True}, {"input_ids": [3], "flag": False}]
+    call = "default_collater([{flag: True}, {flag: False}])"
+    try:
+        out = backend.default_collater(batch)
+    except Exception:  # noqa: BLE001 - any error: SPEC leaves the list path's errors open here
+        return
+    flag = out.get("flag") if isinstance(out, dict) else None
+    if isinstance(flag, torch.Tensor) and tuple(flag.shape) == (2,):
+        raise ClauseFailure(
+            f"flag={flag!r}: bools stacked to [2] as scalars, but bool is not a scalar [dcoll-fields: {call}]",
+            "dcoll-fields",
         )
 
 

@@ -90,14 +90,6 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "define state over Zephon pipelines only; the loader-protocol checks that use stand-in pipelines never "
         "ask them for state.",
     ),
-    # collaters.py
-    "collaters.py:_is_scalar:if isinstance(value, (str, bytes, bool)): -> return False": (
-        "gap",
-        "[dcoll-fields] says `bool` and `str` values are not scalars (not stacked to `[B]`); no check gives "
-        "`default_collater` a field of bools or strings, so a collater that stacks `[True, False]` would pass. "
-        "SPEC names no error for the list path they then take (the reference and upstream raise `TypeError`).",
-    ),
-    # convert.py
     # loader.py
     "loader.py:ZephonDataLoader.state_dict:except RuntimeError as error:": (
         "multirank",
