@@ -34,6 +34,7 @@ from batchspec.conformance.helpers.pipelines import (
     fingerprint_of,
     index_pipeline,
     make_loader,
+    other_stages_pipeline,
     pack_stage,
     saved_after,
 )
@@ -170,25 +171,6 @@ def corpus_stages(seq_len, batch_size):
         pack_stage("pack_flat", seq_len + 1, "first_fit", 8, CorpusTokenizer.pad_token_id),
         batch_stage(batch_size),
     ]
-
-
-def other_stages_pipeline(scratch):
-    """prefetch, map_transform, shuffle, add_op, stateful_transform, pack_sequences,
-    batch(drop_last=False), map_batch: stages with no settings, one left out, one unset."""
-    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(8)])})
-    work_source = StaticMixtureWorkSource([dataset], {"d": 1.0}, chunk_size=4, seed=0, exhausted_policy="redistribute")
-    return (
-        Pipeline(work_source)
-        .prefetch(16)
-        .map_transform(lambda payload: payload)
-        .shuffle(64, seed=3)
-        .add_op("keep", process_many=lambda records: records, preserves_cursor_order=True)
-        .stateful_transform("pass_through", init_state=lambda: 0, push=lambda state, records: (state, records))
-        .pack_sequences(16, num_bins=2)
-        .batch(4, drop_last=False)
-        .map_batch(lambda sample_batch: sample_batch)
-        .options(runner="inline", aggregate_dir=str(scratch / "aggregate"))
-    )
 
 
 def tokenize_pipeline(scratch, **tokenizer):

@@ -40,6 +40,7 @@ __all__ = [
     "fingerprint_of",
     "index_pipeline",
     "make_loader",
+    "other_stages_pipeline",
     "pack_stage",
     "row_indices",
     "saved_after",
@@ -159,6 +160,28 @@ def index_pipeline(scratch_dir, n, chunk_size, policy, *, shuffle=False, pack=No
         default_stage_prefetch=0,
         aggregate_dir=str(Path(scratch_dir) / "aggregate"),
         **options,
+    )
+
+
+def other_stages_pipeline(scratch):
+    """prefetch, map_transform, shuffle, add_op, stateful_transform, pack_sequences,
+    batch(drop_last=False), map_batch: stages with no settings, one left out, one unset
+    (the fingerprint checks' pipeline of the stages the others do not use)."""
+    from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
+
+    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(8)])})
+    work_source = StaticMixtureWorkSource([dataset], {"d": 1.0}, chunk_size=4, seed=0, exhausted_policy="redistribute")
+    return (
+        Pipeline(work_source)
+        .prefetch(16)
+        .map_transform(lambda payload: payload)
+        .shuffle(64, seed=3)
+        .add_op("keep", process_many=lambda records: records, preserves_cursor_order=True)
+        .stateful_transform("pass_through", init_state=lambda: 0, push=lambda state, records: (state, records))
+        .pack_sequences(16, num_bins=2)
+        .batch(4, drop_last=False)
+        .map_batch(lambda sample_batch: sample_batch)
+        .options(runner="inline", aggregate_dir=str(scratch / "aggregate"))
     )
 
 

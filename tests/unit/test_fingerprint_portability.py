@@ -22,7 +22,12 @@ from batchspec import reference
 from batchspec.conformance.helpers.asserts import assert_batch_equal
 from batchspec.conformance.helpers.envelope import body_of
 from batchspec.conformance.helpers.inputs import Contract
-from batchspec.conformance.helpers.pipelines import corpus_pipeline, index_pipeline, row_indices
+from batchspec.conformance.helpers.pipelines import (
+    corpus_pipeline,
+    index_pipeline,
+    other_stages_pipeline,
+    row_indices,
+)
 
 sys.path.insert(0, str(ROOT / "tests" / "probe_backends"))
 import canonical_fingerprint_backend as independent  # noqa: E402
@@ -45,22 +50,6 @@ def test_hand_written_json_is_canonical():
     )
 
 
-def _other_stages(scratch):
-    dataset = Dataset.from_dict("d", {0: InMemoryShard([{"input_ids": [100 + i]} for i in range(8)])})
-    work_source = StaticMixtureWorkSource([dataset], {"d": 1.0}, chunk_size=4, seed=0, exhausted_policy="redistribute")
-    return (
-        Pipeline(work_source)
-        .prefetch(16)
-        .map_transform(lambda p: p)
-        .shuffle(64, seed=3)
-        .add_op("keep", process_many=lambda records: records, preserves_cursor_order=True)
-        .stateful_transform("st", init_state=lambda: 0, push=lambda state, records: (state, records))
-        .pack_sequences(16, num_bins=2)
-        .batch(4, drop_last=False)
-        .map_batch(lambda b: b)
-    )
-
-
 def _tokenizer_by_id(scratch):
     dataset = Dataset.from_dict("d", {0: InMemoryShard([{"text": "a"}])})
     work_source = StaticMixtureWorkSource([dataset], {"d": 1.0}, chunk_size=1, seed=0)
@@ -75,7 +64,7 @@ PIPELINES = {
     "index-batch-2-replicas-2": lambda s: index_pipeline(s, 12, 2, "redistribute", batch_size=2, canonical_replicas=2),
     "index-wrap": lambda s: index_pipeline(s, 40, 8, "redistribute", pack=(8, "wrap")),
     "index-first-fit": lambda s: index_pipeline(s, 40, 8, "redistribute", pack=(8, "first_fit")),
-    "other-stages": _other_stages,
+    "other-stages": other_stages_pipeline,
     "tokenizer-by-id": _tokenizer_by_id,
 }
 
