@@ -131,16 +131,7 @@ def test_convert_text_batch_reads_payload_fields_in_any_layout(backend, data):
         given_batch.records[b].payload[key] = contiguous[f"records[{b}].{key}"]
         laid_batch.records[b].payload[key] = laid[f"records[{b}].{key}"]
     options = cs.call_arguments(case, route)
-    described = cs.describe_call(
-        rows,
-        route.contract,
-        ignore_index=case.ignore_index,
-        mask_segment_starts=case.mask_segment_starts,
-        xdoc=route.xdoc,
-        output_format=route.output_format,
-        pad_to_length=route.pad_to_length,
-        pad_token_id=route.pad_token_id,
-    )
+    described = cs.describe_route_call(case, route, rows)
     call = (
         f"{described} with payloads as {form}, the tokens under {field!r}, decoys {list(decoys)}; "
         f"{describe_inputs(laid)}; against the contiguous payloads"

@@ -51,6 +51,7 @@ __all__ = [
     "call_arguments",
     "contracts",
     "describe_call",
+    "describe_route_call",
     "draw_format",
     "draw_route",
     "draw_token_fields",
@@ -423,6 +424,21 @@ def describe_call(
     if pad_to_length is not None or pad_token_id is not None:
         text += f", pad_to_length={pad_to_length}, pad_token_id={pad_token_id}"
     return text + ")"
+
+
+def describe_route_call(case: PackedBatch, route: Route, rows=None) -> str:
+    """``describe_call`` of ``case`` taken on ``route`` (the arguments ``call_arguments`` gives),
+    on ``rows`` when given (e.g. the rows as laid out), else on ``case.rows``."""
+    return describe_call(
+        case.rows if rows is None else rows,
+        route.contract,
+        ignore_index=case.ignore_index,
+        mask_segment_starts=case.mask_segment_starts,
+        xdoc=route.xdoc,
+        output_format=route.output_format,
+        pad_to_length=route.pad_to_length,
+        pad_token_id=route.pad_token_id,
+    )
 
 
 def draw_token_fields(data) -> tuple[str, tuple[str, ...]]:

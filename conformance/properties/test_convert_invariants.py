@@ -84,19 +84,6 @@ def test_converted_batch_invariants(backend, data):
     )
 
 
-def _describe(case: cs.PackedBatch, route: cs.Route) -> str:
-    return cs.describe_call(
-        case.rows,
-        route.contract,
-        ignore_index=case.ignore_index,
-        mask_segment_starts=case.mask_segment_starts,
-        xdoc=route.xdoc,
-        output_format=route.output_format,
-        pad_to_length=route.pad_to_length,
-        pad_token_id=route.pad_token_id,
-    )
-
-
 @pytest.mark.clause("ctb-no-mutation", "ctb-input-errors")
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
@@ -109,7 +96,7 @@ def test_convert_text_batch_does_not_mutate_input(backend, data):
     route = cs.draw_route(data, backend, case)
     form = data.draw(st.sampled_from(("lists", "numpy", "tensor")), label="payload_form")
     field, decoys = cs.draw_token_fields(data)
-    call = f"{_describe(case, route)} with payloads as {form}, the tokens under {field!r}, decoys {list(decoys)}"
+    call = f"{cs.describe_route_call(case, route)} with payloads as {form}, the tokens under {field!r}, decoys {list(decoys)}"
     batch = payload_form(with_token_field(sample_batch(case.rows), field, decoys), form)
     before = batch_state(batch)
 
@@ -185,7 +172,7 @@ def test_convert_text_batch_matches_reference(backend, family, data):
     route = cs.draw_route(data, backend, case, **MATCH_ROUTES[family][0])
     field, decoys = cs.draw_token_fields(data)
     args = cs.call_arguments(case, route)
-    with valid_input(_describe(case, route)):
+    with valid_input(cs.describe_route_call(case, route)):
         out = backend.convert_text_batch(with_token_field(sample_batch(case.rows), field, decoys), *args)
     expected = reference.convert_text_batch(with_token_field(sample_batch(case.rows), field, decoys), *args)
     got_ids = out.get("input_ids") if isinstance(out, dict) else None
@@ -200,7 +187,7 @@ def test_convert_text_batch_matches_reference(backend, family, data):
         check(
             not picked,
             f"input_ids={got_ids.tolist()} are a decoy field's values, but should be {field!r}'s, the first "
-            f"candidate present [ctb-token-field: {_describe(case, route)}, decoys {list(decoys)}]",
+            f"candidate present [ctb-token-field: {cs.describe_route_call(case, route)}, decoys {list(decoys)}]",
             clause="ctb-token-field",
         )
     targets = label_targets(case.rows, case.ignore_index, case.mask_segment_starts, route.pad_to_length)
@@ -210,7 +197,7 @@ def test_convert_text_batch_matches_reference(backend, family, data):
         out,
         expected,
         clause=", ".join(CONVERT_MATCH_CLAUSES),
-        call=f"{_describe(case, route)} with the tokens under {field!r}, decoys {list(decoys)} (reference)",
+        call=f"{cs.describe_route_call(case, route)} with the tokens under {field!r}, decoys {list(decoys)} (reference)",
         targets=targets,
         conditions=conditions,
     )
