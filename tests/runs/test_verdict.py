@@ -250,6 +250,23 @@ def test_a_refused_backend_still_gets_a_report_that_says_why(tmp_path, monkeypat
     assert str(refusal.value) in markdown
 
 
+@pytest.mark.parametrize("name", ["GENERATOR", "NUMBER"])
+def test_a_malformed_capability_declaration_is_refused_with_a_report(tmp_path, monkeypatch, name):
+    """``BATCHSPEC_CAPABILITIES`` as a generator (read by validation, it left the run no profile:
+    a pass with 0 tests) or as ``42`` (an internal error, no report): refused like any backend,
+    exit status 4 and a report with verdict ``error`` naming the declaration."""
+    backend = f"capability_backends:{name}"
+    for folder in (MUTANTS, PROBES):
+        monkeypatch.syspath_prepend(folder)
+    with pytest.raises(BackendError) as refusal:
+        load_backend(backend)
+    run = run_conformance(tmp_path, "conformance/test_contract_signatures.py", f"--backend={backend}", env=ENV)
+    verdict = run.report.get("verdict", {})
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR and not run.testcases, run.output[-2000:]
+    assert verdict["result"] == "error" and verdict["errors"] == [str(refusal.value)]
+    assert "BATCHSPEC_CAPABILITIES" in verdict["errors"][0] and run.report["backend"]["loaded"] is False
+
+
 def test_usage_errors_get_a_report_that_says_why(tmp_path):
     """A bad ``--launcher``, two ``--backend``s, a bad ``--expectations`` file, a test id that
     does not exist, and a selection of no test: each a report with verdict ``error``, the
