@@ -110,8 +110,10 @@ def raised_in(error: BaseException) -> str | None:
 
 
 def _tagging(function: Any, name: str) -> Any:
-    """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``)
-    and a note naming the clause they break on a valid input."""
+    """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``).
+    Whether such an exception is blamed as raised on a valid input is decided when it fails the
+    test (conformance/blame.py, ``note_raised_on_valid_input``): an error check that catches it
+    had an input with a fault."""
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -121,11 +123,6 @@ def _tagging(function: Any, name: str) -> Any:
             if raised_in(error) is None:
                 try:
                     setattr(error, _RAISED_IN, name)
-                    clause = _raising_clauses()[name]
-                    error.add_note(
-                        f"(raised by the backend's {name}: on an input with none of the faults [{clause}] lists, "
-                        f"the suite blames [{clause}])"
-                    )
                 except (AttributeError, TypeError):  # an exception type that takes no attributes
                     pass
             raise

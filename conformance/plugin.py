@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from batchspec.conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
+from batchspec.conformance.blame import note_raised_on_valid_input
 from batchspec.conformance.citations import MARKERS, citation_problems, cited_clauses
 from batchspec.conformance.device import DeviceOptionError, check_device_option
 from batchspec.conformance.expectations import ExpectationsError, load_expectations
@@ -280,6 +281,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    # before the report is written: the note that a backend function raised on a valid input
+    note_raised_on_valid_input(call.excinfo.value if call.excinfo else None)
     report = yield
     if report.failed:
         report.sections.append(

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from batchspec.conformance.backends import Backend
+from batchspec.conformance.blame import EVERY_CITED_CLAUSE, SUITE_ERROR
 from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
 from batchspec.conformance.records import reproduce_command
@@ -121,6 +122,7 @@ class Recorder:
             "cited": cited,
             "outcome": "failed" if cited else "suite error",
             "blamed": cited,
+            "blame": [EVERY_CITED_CLAUSE if cited else SUITE_ERROR],
             "expectation": None,
             "message": f"the test's process died: a crash{limit}: {str(report.longrepr)[:3000]}",
             "reproduce": reproduce_command(nodeid, self.config),

@@ -1,5 +1,5 @@
 """A test's *record* (conformance/verdict.py): its outcome, the clauses it cites and is blamed
-on (conformance/blame.py), its failure message and hypothesis blob, the reason and fix of a
+on and how (``blame``, conformance/blame.py), its failure message and hypothesis blob, the reason and fix of a
 skip, its expectation (conformance/expectations.py), and a command that reruns it."""
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRepor
         message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         record["reason"], record["fix"] = skip_reason(message.removeprefix("Skipped: "))
     elif report.failed:
-        outcome, blamed = blame_failure(call.excinfo.value if call.excinfo else None, cited, spec_clauses())
+        outcome, blamed, how = blame_failure(call.excinfo.value if call.excinfo else None, cited, spec_clauses())
         blob = HYPOTHESIS_BLOB.search(str(report.longrepr))
-        record.update(outcome=outcome, blamed=blamed, message=failure_message(report))
+        record.update(outcome=outcome, blamed=blamed, blame=how, message=failure_message(report))
         record["hypothesis"] = blob.group(0) if blob else None
         entry = match_failure(expectations, nodeid, blamed) if outcome == "failed" else None
         if entry is not None:
