@@ -36,6 +36,7 @@ from batchspec.conformance.helpers.asserts import skip
 from batchspec.conformance.hypothesis_profiles import load_run_profile
 from batchspec.conformance.multirank.launchers import parse_launchers, plain_nodeid
 from batchspec.conformance.options import add_backend_option, add_device_option
+from batchspec.conformance.ordering import cheap_checks_first
 from batchspec.conformance.recorder import Recorder
 from batchspec.conformance.records import NOT_SUPPORTED, record_of, reproduce_command
 from batchspec.conformance.report import (
@@ -257,7 +258,8 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test of the suite cites known clauses of the profiles it requires.
+    """Every test of the suite cites known clauses of the profiles it requires; the tests run
+    cheap checks first (conformance/ordering.py: goldens, sections, properties, model checks).
 
     Raises:
         pytest.UsageError: the problems ``citation_problems`` finds, one a line.
@@ -265,6 +267,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     problems = citation_problems(items, Path(__file__).resolve().parent)
     if problems:
         raise pytest.UsageError("conformance tests must cite known SPEC clauses:\n  " + "\n  ".join(problems))
+    items[:] = cheap_checks_first(items, Path(__file__).resolve().parent)  # -x stops on the cheapest reproduction
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
