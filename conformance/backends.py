@@ -32,6 +32,7 @@ from typing import Any
 
 from batchspec.conformance.functions import exported_names, option_only_profiles
 from batchspec.conformance.spec import major, spec_raising_clauses, spec_version
+from batchspec.conformance.torch_state import guard_call
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -110,7 +111,8 @@ def raised_in(error: BaseException) -> str | None:
 
 
 def _tagging(function: Any, name: str) -> Any:
-    """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``).
+    """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``),
+    and torch's process-wide settings put back after each call (conformance/torch_state.py).
     Whether such an exception is blamed as raised on a valid input is decided when it fails the
     test (conformance/blame.py, ``note_raised_on_valid_input``): an error check that catches it
     had an input with a fault."""
@@ -118,7 +120,7 @@ def _tagging(function: Any, name: str) -> Any:
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
-            return function(*args, **kwargs)
+            return guard_call(function, name, *args, **kwargs)  # torch's settings as they were, after
         except Exception as error:
             if raised_in(error) is None:
                 try:

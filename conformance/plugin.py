@@ -38,7 +38,7 @@ from batchspec.conformance.multirank.launchers import parse_launchers, plain_nod
 from batchspec.conformance.options import add_backend_option, add_device_option
 from batchspec.conformance.ordering import cheap_checks_first
 from batchspec.conformance.recorder import Recorder
-from batchspec.conformance.records import NOT_SUPPORTED, record_of, reproduce_command
+from batchspec.conformance.records import NOT_SUPPORTED, global_state_record, record_of, reproduce_command
 from batchspec.conformance.report import (
     REPORT_JSON,
     REPORT_MD,
@@ -49,6 +49,7 @@ from batchspec.conformance.report import (
     write_report,
 )
 from batchspec.conformance.spec import spec_clauses, spec_version
+from batchspec.conformance.torch_state import guarding_test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -283,6 +284,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """torch's process-wide settings are put back after the test, and a change the backend made
+    is kept for the test's [global-state] record (conformance/torch_state.py, records.py)."""
+    item.batchspec_state_changes = []
+    with guarding_test(item.batchspec_state_changes):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     # before the report is written: the note that a backend function raised on a valid input
     note_raised_on_valid_input(call.excinfo.value if call.excinfo else None)
@@ -300,4 +310,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     decisive = report.when == "call" or (report.when == "setup" and not report.passed) or report.failed
     if decisive:
         report.batchspec_record = record_of(item, call, report, cited)
+    if report.when == "call":
+        report.batchspec_global_state = global_state_record(item)  # None unless the backend changed torch's settings
     return report

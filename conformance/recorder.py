@@ -90,6 +90,8 @@ class Recorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
             self.cited[plain_nodeid(report.nodeid)] = report.batchspec_cited
+        if getattr(report, "batchspec_global_state", None) is not None:
+            self._keep(report.batchspec_global_state)  # the backend changed torch's settings (records.py)
         record = getattr(report, "batchspec_record", None)
         if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
             record = self._crash_record(report)  # pytest-xdist: the worker died running the test
