@@ -8,9 +8,10 @@ A backend is any object (usually a module) that exposes the contract's public na
 A backend declares the SPEC version it targets in ``BATCHSPEC_SPEC_VERSION`` (e.g. ``"1.0"``);
 a backend that declares none, or targets another major version than this suite's SPEC.md, is
 refused before any test runs (SPEC.md, "Conformance"). It declares what it implements in
-``BATCHSPEC_CAPABILITIES`` (an iterable of the names in ``CAPABILITIES``; names the suite does
-not know are allowed and ignored, so a backend can also declare capabilities of a later minor
-version). A backend without a declaration is assumed to implement a capability
+``BATCHSPEC_CAPABILITIES`` (a list, tuple, set or frozenset of the names in ``CAPABILITIES``;
+names the suite does not know are allowed and ignored, so a backend can also declare
+capabilities of a later minor version; anything else, a generator included, is refused like a
+missing ``BATCHSPEC_SPEC_VERSION``). A backend without a declaration is assumed to implement a capability
 when it exposes every name that capability needs. A test that needs an undeclared capability
 is reported as *not supported* (a skip whose reason starts with ``NOT SUPPORTED``), never as a
 pass.
@@ -25,11 +26,13 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from batchspec.conformance.functions import exported_names, option_only_profiles
 from batchspec.conformance.spec import major, spec_raising_clauses, spec_version
+from batchspec.conformance.torch_state import guard_call
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -108,22 +111,20 @@ def raised_in(error: BaseException) -> str | None:
 
 
 def _tagging(function: Any, name: str) -> Any:
-    """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``)
-    and a note naming the clause they break on a valid input."""
+    """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``),
+    and torch's process-wide settings put back after each call (conformance/torch_state.py).
+    Whether such an exception is blamed as raised on a valid input is decided when it fails the
+    test (conformance/blame.py, ``note_raised_on_valid_input``): an error check that catches it
+    had an input with a fault."""
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
-            return function(*args, **kwargs)
+            return guard_call(function, name, *args, **kwargs)  # torch's settings as they were, after
         except Exception as error:
             if raised_in(error) is None:
                 try:
                     setattr(error, _RAISED_IN, name)
-                    clause = _raising_clauses()[name]
-                    error.add_note(
-                        f"(raised by the backend's {name}: on an input with none of the faults [{clause}] lists, "
-                        f"the suite blames [{clause}])"
-                    )
                 except (AttributeError, TypeError):  # an exception type that takes no attributes
                     pass
             raise
@@ -193,7 +194,8 @@ def load_backend(spec: str) -> Backend:
     Raises:
         BackendError: an unknown built-in name (the message lists the known ones and the
             ``module:attribute`` form), an import failure, a missing or malformed
-            ``BATCHSPEC_SPEC_VERSION``, or one whose major version differs from the suite's SPEC.
+            ``BATCHSPEC_SPEC_VERSION``, one whose major version differs from the suite's SPEC, or a
+            malformed ``BATCHSPEC_CAPABILITIES`` (``_declared_capabilities``).
     """
     known = available_backends()
     path = known.get(spec, spec)
@@ -225,13 +227,10 @@ def load_backend(spec: str) -> Backend:
             if name not in _OPTION_ONLY and all(hasattr(impl, n) for n in needed)
         )
     else:
-        if isinstance(declared, str) or not all(isinstance(name, str) for name in declared):
-            raise BackendError(
-                f"backend {spec!r}: BATCHSPEC_CAPABILITIES must be an iterable of capability names, got {declared!r}"
-            )
+        names = _declared_capabilities(spec, declared)
         # Names this suite does not know (a later minor version's profiles) are allowed and ignored.
-        capabilities = frozenset(declared) & set(CAPABILITIES)
-        ignored = frozenset(declared) - capabilities
+        capabilities = names & set(CAPABILITIES)
+        ignored = names - capabilities
     version = str(getattr(impl, "__version__", "unknown"))
     return Backend(
         name=spec,
@@ -242,6 +241,37 @@ def load_backend(spec: str) -> Backend:
         spec_version=targets,
         ignored=ignored,
     )
+
+
+def _declared_capabilities(spec: str, declared: Any) -> frozenset[str]:
+    """``BATCHSPEC_CAPABILITIES``, read once: a collection (a list, tuple, set or frozenset) of
+    capability names (``str``). A one-shot iterator (a generator) is refused, not read: reading
+    it would consume the declaration, and every later reader would see no profile at all.
+
+    Raises:
+        BackendError: anything else (a number, a string, a mapping, an iterator, a name that is
+            not a ``str``), naming what was given.
+    """
+    if not isinstance(declared, Collection) or isinstance(declared, (str, bytes, bytearray, Mapping)):
+        # an iterator's repr names only its address; a one-shot iterator is named as such
+        given = "a one-shot iterator" if isinstance(declared, Iterator) else repr(declared)
+        raise BackendError(
+            f"backend {spec!r}: BATCHSPEC_CAPABILITIES must be a list, tuple, set or frozenset of capability names, "
+            f"got {type(declared).__name__} {given}"
+        )
+    try:
+        names = tuple(declared)  # iterated once, here: every reader after this sees these names
+    except Exception as error:  # noqa: BLE001 - the backend's own collection type failed
+        raise BackendError(
+            f"backend {spec!r}: reading BATCHSPEC_CAPABILITIES raised {type(error).__name__}: {error}"
+        ) from error
+    wrong = [name for name in names if not isinstance(name, str)]
+    if wrong:
+        raise BackendError(
+            f"backend {spec!r}: BATCHSPEC_CAPABILITIES must name capabilities as str, got "
+            f"{', '.join(f'{type(name).__name__} {name!r}' for name in wrong)} in {declared!r}"
+        )
+    return frozenset(names)
 
 
 def _targeted_spec_version(spec: str, impl: Any) -> str:

@@ -7,6 +7,7 @@ from batchspec.conformance.plugin import (  # noqa: F401
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_report_header,
+    pytest_runtest_call,
     pytest_runtest_makereport,
     pytest_runtest_setup,
     scratch,

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from batchspec.conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
+from batchspec.conformance.blame import note_raised_on_valid_input
 from batchspec.conformance.citations import MARKERS, citation_problems, cited_clauses
 from batchspec.conformance.device import DeviceOptionError, check_device_option
 from batchspec.conformance.expectations import ExpectationsError, load_expectations
@@ -35,8 +36,9 @@ from batchspec.conformance.helpers.asserts import skip
 from batchspec.conformance.hypothesis_profiles import load_run_profile
 from batchspec.conformance.multirank.launchers import parse_launchers, plain_nodeid
 from batchspec.conformance.options import add_backend_option, add_device_option
+from batchspec.conformance.ordering import cheap_checks_first
 from batchspec.conformance.recorder import Recorder
-from batchspec.conformance.records import NOT_SUPPORTED, record_of, reproduce_command
+from batchspec.conformance.records import NOT_SUPPORTED, global_state_record, record_of, reproduce_command
 from batchspec.conformance.report import (
     REPORT_JSON,
     REPORT_MD,
@@ -47,6 +49,7 @@ from batchspec.conformance.report import (
     write_report,
 )
 from batchspec.conformance.spec import spec_clauses, spec_version
+from batchspec.conformance.torch_state import guarding_test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -256,7 +259,8 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test of the suite cites known clauses of the profiles it requires.
+    """Every test of the suite cites known clauses of the profiles it requires; the tests run
+    cheap checks first (conformance/ordering.py: goldens, sections, properties, model checks).
 
     Raises:
         pytest.UsageError: the problems ``citation_problems`` finds, one a line.
@@ -264,6 +268,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     problems = citation_problems(items, Path(__file__).resolve().parent)
     if problems:
         raise pytest.UsageError("conformance tests must cite known SPEC clauses:\n  " + "\n  ".join(problems))
+    items[:] = cheap_checks_first(items, Path(__file__).resolve().parent)  # -x stops on the cheapest reproduction
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -279,7 +284,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """torch's process-wide settings are put back after the test, and a change the backend made
+    is kept for the test's [global-state] record (conformance/torch_state.py, records.py)."""
+    item.batchspec_state_changes = []
+    with guarding_test(item.batchspec_state_changes):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    # before the report is written: the note that a backend function raised on a valid input
+    note_raised_on_valid_input(call.excinfo.value if call.excinfo else None)
     report = yield
     if report.failed:
         report.sections.append(
@@ -294,4 +310,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     decisive = report.when == "call" or (report.when == "setup" and not report.passed) or report.failed
     if decisive:
         report.batchspec_record = record_of(item, call, report, cited)
+    if report.when == "call":
+        report.batchspec_global_state = global_state_record(item)  # None unless the backend changed torch's settings
     return report

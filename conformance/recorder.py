@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from batchspec.conformance.backends import Backend
+from batchspec.conformance.blame import EVERY_CITED_CLAUSE, SUITE_ERROR
 from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
 from batchspec.conformance.records import reproduce_command
@@ -89,6 +90,8 @@ class Recorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
             self.cited[plain_nodeid(report.nodeid)] = report.batchspec_cited
+        if getattr(report, "batchspec_global_state", None) is not None:
+            self._keep(report.batchspec_global_state)  # the backend changed torch's settings (records.py)
         record = getattr(report, "batchspec_record", None)
         if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
             record = self._crash_record(report)  # pytest-xdist: the worker died running the test
@@ -121,6 +124,7 @@ class Recorder:
             "cited": cited,
             "outcome": "failed" if cited else "suite error",
             "blamed": cited,
+            "blame": [EVERY_CITED_CLAUSE if cited else SUITE_ERROR],
             "expectation": None,
             "message": f"the test's process died: a crash{limit}: {str(report.longrepr)[:3000]}",
             "reproduce": reproduce_command(nodeid, self.config),

@@ -1,5 +1,5 @@
 """A test's *record* (conformance/verdict.py): its outcome, the clauses it cites and is blamed
-on (conformance/blame.py), its failure message and hypothesis blob, the reason and fix of a
+on and how (``blame``, conformance/blame.py), its failure message and hypothesis blob, the reason and fix of a
 skip, its expectation (conformance/expectations.py), and a command that reruns it."""
 
 from __future__ import annotations
@@ -12,17 +12,20 @@ import textwrap
 
 import pytest
 
+from batchspec.conformance import torch_state
 from batchspec.conformance.backends import Backend
-from batchspec.conformance.blame import blame_failure
+from batchspec.conformance.blame import CLAUSE_CHECK, blame_failure
 from batchspec.conformance.expectations import match_failure, match_test
 from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
 from batchspec.conformance.spec import spec_clauses
 
-__all__ = ["NOT_SUPPORTED", "reproduce_command", "record_of"]
+__all__ = ["GLOBAL_STATE_SUFFIX", "NOT_SUPPORTED", "global_state_record", "record_of", "reproduce_command"]
 
 # the skip message of a test whose required capability the backend does not declare
 NOT_SUPPORTED = "NOT SUPPORTED"
+# a test's [global-state] record (``global_state_record``) is named after the test, with this suffix
+GLOBAL_STATE_SUFFIX = f"::[{torch_state.CLAUSE}]"
 
 
 def failure_message(report: pytest.TestReport) -> str:
@@ -70,9 +73,9 @@ def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRepor
         message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         record["reason"], record["fix"] = skip_reason(message.removeprefix("Skipped: "))
     elif report.failed:
-        outcome, blamed = blame_failure(call.excinfo.value if call.excinfo else None, cited, spec_clauses())
+        outcome, blamed, how = blame_failure(call.excinfo.value if call.excinfo else None, cited, spec_clauses())
         blob = HYPOTHESIS_BLOB.search(str(report.longrepr))
-        record.update(outcome=outcome, blamed=blamed, message=failure_message(report))
+        record.update(outcome=outcome, blamed=blamed, blame=how, message=failure_message(report))
         record["hypothesis"] = blob.group(0) if blob else None
         entry = match_failure(expectations, nodeid, blamed) if outcome == "failed" else None
         if entry is not None:
@@ -86,4 +89,32 @@ def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRepor
             report.longrepr = f"[XPASS(strict)] expected to fail ({entry.category}): {entry.reason}"
         else:
             report.wasxfail = f"expected failure ({entry.category}): {entry.reason}"
+    return record
+
+
+def global_state_record(item: pytest.Item) -> dict | None:
+    """The [global-state] record of a test during whose call phase the backend changed torch's
+    process-wide settings (``item.batchspec_state_changes``, conformance/torch_state.py), else
+    None: a failure of that clause alone, named ``<test id>::[global-state]``, with the test's
+    reproduce command. It stands beside the test's own record, so the clauses the test checks
+    keep the outcome their checks gave (a SHOULD failure never makes them inconclusive)."""
+    changes = getattr(item, "batchspec_state_changes", None)
+    if not changes:
+        return None
+    config = item.config
+    nodeid = plain_nodeid(item.nodeid)
+    record = {
+        "nodeid": nodeid + GLOBAL_STATE_SUFFIX,
+        "cited": [torch_state.CLAUSE],
+        "outcome": "failed",
+        "blamed": [torch_state.CLAUSE],
+        "blame": [CLAUSE_CHECK],
+        "expectation": None,
+        "message": torch_state.failure_message(changes),
+        "reproduce": reproduce_command(nodeid, config),
+        "hypothesis": None,
+    }
+    entry = match_failure(config._batchspec_expectations, record["nodeid"], [torch_state.CLAUSE])
+    if entry is not None:
+        record.update(outcome="expected failure", expectation=entry.index)
     return record

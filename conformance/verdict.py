@@ -6,8 +6,10 @@ dict, so it survives pytest-xdist's transport from the worker processes):
 - ``nodeid``; ``cited``: the clause ids the test cites;
 - ``outcome``: ``passed``, ``failed``, ``expected failure``, ``unexpected pass``,
   ``not supported``, ``skipped`` or ``suite error``;
-- ``blamed``: the clauses a failure is blamed on (the ``ClauseFailure``'s clauses, else every
-  cited clause); ``expectation``: the index of the ``--expectations`` entry that matched;
+- ``blamed``: the clauses a failure is blamed on (the ``ClauseFailure``'s clauses, the clause
+  listing a contract function's faults when it raised on a valid input, else every cited
+  clause); ``blame``: how, a list of ``conformance.blame.BLAME_KINDS``; ``expectation``: the
+  index of the ``--expectations`` entry that matched;
 - ``message``, ``reproduce`` (a command that reruns the test alone) and ``hypothesis`` (the
   ``@reproduce_failure`` line of a property test's failure, when it printed one).
 
@@ -224,6 +226,7 @@ def build_report(
             "nodeid": r["nodeid"],
             "outcome": r["outcome"],
             "clauses": sorted(r.get("blamed") or ()),
+            "blame": r.get("blame", []),  # how: conformance/blame.py, BLAME_KINDS
             "message": r.get("message", ""),
             "reproduce": r.get("reproduce", ""),
             **({"hypothesis": r["hypothesis"]} if r.get("hypothesis") else {}),
@@ -334,7 +337,8 @@ def render_markdown(report: Mapping) -> str:
     failures = []
     for f in ordered[:MARKDOWN_FAILURES]:
         failures += [
-            f"### `{f['nodeid']}` ({f['outcome']}; {', '.join(f['clauses']) or 'no clause'})",
+            f"### `{f['nodeid']}` ({f['outcome']}; {', '.join(f['clauses']) or 'no clause'}"
+            + (f"; blamed by: {', '.join(f['blame'])})" if f.get("blame") else ")"),
             "",
             "```",
             f["message"].strip() or "(no message)",

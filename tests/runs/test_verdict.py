@@ -54,6 +54,25 @@ def test_a_planted_must_bug_fails_the_verdict_and_the_report_names_its_clause(tm
     assert "batchspec verdict: FAIL (exit status 1): 1 MUST clause(s) fail" in run.output
 
 
+def test_each_failure_says_how_it_was_blamed_and_the_valid_input_note_only_where_it_holds(tmp_path):
+    """report.json's ``blame`` per failure; the note "on an input with none of the faults" only on
+    an exception raised where the test expects an output, never on the wrong exception type of
+    an error check whose input has the fault (``blame_backends:WRONG_ERRORS``)."""
+    faulty, valid = "test_unpad_rejects_1d", "test_unpad_generated_00"
+    run = run_conformance(
+        tmp_path, GOLDENS, "-k", f"{faulty} or {valid}", "--backend=blame_backends:WRONG_ERRORS", env=ENV
+    )
+    failures = {f["nodeid"]: f for f in run.report["failures"]}
+    assert sorted(failures) == [golden_id(valid), golden_id(faulty)], run.output[-3000:]
+    wrong_type, raised = failures[golden_id(faulty)], failures[golden_id(valid)]
+    assert wrong_type["clauses"] == ["unpad-errors"] and wrong_type["blame"] == ["clause check"]
+    assert "RuntimeError" in wrong_type["message"] and "none of the faults" not in wrong_type["message"]
+    assert raised["clauses"] == ["unpad-errors"] and raised["blame"] == ["raised on a valid input"]
+    assert "IndexError" in raised["message"] and "none of the faults [unpad-errors]" in raised["message"]
+    markdown = (tmp_path / "report" / REPORT_MD).read_text(encoding="utf-8")
+    assert "(failed; unpad-errors; blamed by: raised on a valid input)" in markdown
+
+
 def test_should_failures_are_warnings_and_never_a_non_zero_exit(tmp_path):
     run = run_conformance(
         tmp_path,
@@ -248,6 +267,23 @@ def test_a_refused_backend_still_gets_a_report_that_says_why(tmp_path, monkeypat
     markdown = (tmp_path / "run" / "report" / REPORT_MD).read_text(encoding="utf-8")
     assert "**Verdict: ERROR** (exit status 4)" in markdown and "unversioned: not loaded" in markdown
     assert str(refusal.value) in markdown
+
+
+@pytest.mark.parametrize("name", ["GENERATOR", "NUMBER"])
+def test_a_malformed_capability_declaration_is_refused_with_a_report(tmp_path, monkeypatch, name):
+    """``BATCHSPEC_CAPABILITIES`` as a generator (read by validation, it left the run no profile:
+    a pass with 0 tests) or as ``42`` (an internal error, no report): refused like any backend,
+    exit status 4 and a report with verdict ``error`` naming the declaration."""
+    backend = f"capability_backends:{name}"
+    for folder in (MUTANTS, PROBES):
+        monkeypatch.syspath_prepend(folder)
+    with pytest.raises(BackendError) as refusal:
+        load_backend(backend)
+    run = run_conformance(tmp_path, "conformance/test_contract_signatures.py", f"--backend={backend}", env=ENV)
+    verdict = run.report.get("verdict", {})
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR and not run.testcases, run.output[-2000:]
+    assert verdict["result"] == "error" and verdict["errors"] == [str(refusal.value)]
+    assert "BATCHSPEC_CAPABILITIES" in verdict["errors"][0] and run.report["backend"]["loaded"] is False
 
 
 def test_usage_errors_get_a_report_that_says_why(tmp_path):
