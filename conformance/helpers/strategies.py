@@ -555,13 +555,23 @@ def element_faults(draw: st.DrawFn) -> ElementFault:
     At column 0 of ``positions`` items 6 and 10 both apply (the positions do not start at 0):
     either is a ``ValueError`` naming the record and ``positions``."""
     case = draw(packed_batches(), label="case")
-    record = draw(st.one_of(st.sampled_from((0, len(case.rows) - 1)), st.integers(0, len(case.rows) - 1)), label="record")
+    record = draw(
+        st.one_of(st.sampled_from((0, len(case.rows) - 1)), st.integers(0, len(case.rows) - 1)), label="record"
+    )
     row = case.rows[record]
     rule = draw(st.sampled_from(("non-integer", "beyond int64", "negative position")), label="rule")
-    field = "positions" if rule == "negative position" else draw(st.sampled_from(("input_ids", "positions")), label="field")
+    field = (
+        "positions" if rule == "negative position" else draw(st.sampled_from(("input_ids", "positions")), label="field")
+    )
     if field == "positions" and row.positions is None:
         if rule == "negative position":
-            case = case._replace(rows=[*case.rows[:record], Row(row.tokens, row_positions(row), row.padding_length), *case.rows[record + 1 :]])
+            case = case._replace(
+                rows=[
+                    *case.rows[:record],
+                    Row(row.tokens, row_positions(row), row.padding_length),
+                    *case.rows[record + 1 :],
+                ]
+            )
         else:
             field = "input_ids"
     column = draw(fault_columns(len(row.tokens)), label="column")

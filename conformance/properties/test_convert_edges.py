@@ -93,14 +93,23 @@ def test_convert_text_batch_on_unsigned_arrays_at_their_edges(backend, data):
     contract = cs.usable_contract(case.contract, backend)
     # sample_batch writes positions as int32 (pack_flat's dtype): build it on positions of the same
     # zeros (its packing tags count them), then give every field its drawn unsigned array
-    stand_in = [Row(r.tokens, None if r.positions is None else tuple(min(p, 1) for p in r.positions), r.padding_length) for r in case.rows]
+    stand_in = [
+        Row(r.tokens, None if r.positions is None else tuple(min(p, 1) for p in r.positions), r.padding_length)
+        for r in case.rows
+    ]
     batch = sample_batch(stand_in)
     for (index, field), dtype in drawn.dtypes.items():
         row = case.rows[index]
-        batch.records[index].payload[field] = np.asarray(row.tokens if field == "input_ids" else row.positions, dtype=dtype)
+        batch.records[index].payload[field] = np.asarray(
+            row.tokens if field == "input_ids" else row.positions, dtype=dtype
+        )
     call = (
         cs.describe_call(
-            case.rows, contract, ignore_index=case.ignore_index, mask_segment_starts=case.mask_segment_starts, xdoc=False
+            case.rows,
+            contract,
+            ignore_index=case.ignore_index,
+            mask_segment_starts=case.mask_segment_starts,
+            xdoc=False,
         )
         + f" with {drawn.describe()}"
     )
@@ -148,7 +157,12 @@ def test_convert_text_batch_xdoc_bound_at_the_largest_translated_position(backen
     args = (sample_batch(case.rows), *cs.call_arguments(case, route))
     if rejected:
         _raises(
-            ValueError, ("max_sequence_length", bound), backend.convert_text_batch, *args, clause="xdoc-contract", call=call
+            ValueError,
+            ("max_sequence_length", bound),
+            backend.convert_text_batch,
+            *args,
+            clause="xdoc-contract",
+            call=call,
         )
     else:
         call_valid(backend.convert_text_batch, *args, clause="xdoc-contract", call=call)

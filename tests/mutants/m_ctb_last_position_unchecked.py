@@ -2,9 +2,8 @@
 
 import numpy as np
 import torch
-from zephon import SampleBatch, SampleRecord
-
 from mutant_base import converting, reference_with
+from zephon import SampleBatch, SampleRecord
 
 
 def _check_position_ids_only(call):
@@ -28,4 +27,6 @@ def _check_position_ids_only(call):
     call["sample_batch"] = SampleBatch(records=tuple(rebuilt))
 
 
-BACKEND = reference_with("m-ctb-last-position-unchecked", convert_text_batch=converting(before=_check_position_ids_only))
+BACKEND = reference_with(
+    "m-ctb-last-position-unchecked", convert_text_batch=converting(before=_check_position_ids_only)
+)

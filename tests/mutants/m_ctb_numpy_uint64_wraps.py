@@ -1,9 +1,8 @@
 """numpy payload arrays are read through astype(int64): uint64 values beyond int64 wrap instead of raising. Breaks: [ctb-input-errors]"""
 
 import numpy as np
-from zephon import SampleBatch, SampleRecord
-
 from mutant_base import converting, reference_with
+from zephon import SampleBatch, SampleRecord
 
 
 def _read_as_int64(call):

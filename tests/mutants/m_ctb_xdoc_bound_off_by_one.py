@@ -1,4 +1,4 @@
-"""convert_text_batch's own xdoc bound accepts a translated position equal to max_sequence_length. Breaks: [xdoc-contract]"""
+"""convert_text_batch's own xdoc bound accepts a translated position equal to max_sequence_length. Breaks: [xdoc-contract], [ctb-xdoc]"""
 
 from types import SimpleNamespace
 
@@ -18,7 +18,14 @@ def convert_text_batch(
     # A backend that bounds the translated positions inline (> instead of >=) while its
     # enable_xdoc_attention is right: a bound one larger lets a position equal to it through, and
     # any larger position still raises the right error (naming the caller's bound).
-    rest = (ignore_index, mask_segment_starts, allow_cross_document_attention, output_format, pad_to_length, pad_token_id)
+    rest = (
+        ignore_index,
+        mask_segment_starts,
+        allow_cross_document_attention,
+        output_format,
+        pad_to_length,
+        pad_token_id,
+    )
     bound = getattr(packing_contract, "max_sequence_length", None)
     if allow_cross_document_attention is True and isinstance(bound, int) and not isinstance(bound, bool):
         loose = SimpleNamespace(
