@@ -411,6 +411,21 @@ def case_xdoc_small():
             3,
         ),
         ("negative_position_of_3", {**good, "position_ids": long([[0, -1, 0]])}, "ValueError", ("position_ids",), 4),
+        # item 4 is checked per element: a negative position in the last column, also on mRoPE's last axis
+        (
+            "negative_position_last_column",
+            {**good, "position_ids": long([[0, 1, -1]])},
+            "ValueError",
+            ("position_ids",),
+            4,
+        ),
+        (
+            "negative_mrope_position_last_axis_last_column",
+            {**good, "position_ids": long([[[0, 1, 0]], [[0, 1, -1]]])},
+            "ValueError",
+            ("position_ids",),
+            4,
+        ),
     ]
     cases = [
         _xdoc(f"rejects_{n}", b, error=(k, w), clauses=("xdoc-errors", f"xdoc-errors.{item}"))
