@@ -559,7 +559,7 @@ def element_faults(draw: st.DrawFn) -> ElementFault:
         st.one_of(st.sampled_from((0, len(case.rows) - 1)), st.integers(0, len(case.rows) - 1)), label="record"
     )
     row = case.rows[record]
-    rule = draw(st.sampled_from(("non-integer", "beyond int64", "negative position")), label="rule")
+    rule = draw(st.sampled_from(("beyond int64", "negative position", "non-integer")), label="rule")
     field = (
         "positions" if rule == "negative position" else draw(st.sampled_from(("input_ids", "positions")), label="field")
     )
