@@ -13,7 +13,7 @@ from typing import cast
 import pytest
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
-from batchspec.conformance.helpers.asserts import Value, assert_raises, check
+from batchspec.conformance.helpers.asserts import Value, assert_raises, call_valid, check
 from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import RecordingPipeline, corpus_pipeline
@@ -60,8 +60,10 @@ def test_construction_does_not_start_the_pipeline(backend):
             ValueError,
             ("output_format", "batched", "thd", Value("bshd")),
         ),
+        # [contract-validation] item 6 one past its bound (max_sequence_length < 1)
+        ({"packing_contract": Contract(max_sequence_length=0)}, ValueError, ("max_sequence_length",)),
     ],
-    ids=["bad-mask-type", "bad-metadata-flag", "bad-output-format"],
+    ids=["bad-mask-type", "bad-metadata-flag", "bad-output-format", "max-sequence-length-0"],
 )
 def test_construction_validates_contract_and_format(backend, kwargs, error, words):
     """A bad contract or output format is rejected once, at construction."""
@@ -76,6 +78,21 @@ def test_construction_validates_contract_and_format(backend, kwargs, error, word
         **kwargs,
     )
     assert pipeline.iter_calls == 0
+
+
+@pytest.mark.requires("zephon_loader")
+@pytest.mark.clause("loader-construct-validates", "contract-validation", "contract-validation.6")
+def test_construction_accepts_max_sequence_length_at_its_bound(backend):
+    """A contract whose ``max_sequence_length`` is 1, exactly [contract-validation] item 6's bound
+    (< 1 raises), is valid: the loader is built."""
+    pipeline = RecordingPipeline(three_batches())
+    call = "ZephonDataLoader(pipeline, convert, packing_contract=Contract(max_sequence_length=1))"
+    loader = call_valid(
+        lambda: backend.ZephonDataLoader(pipeline, identity_convert, packing_contract=Contract(max_sequence_length=1)),
+        clause="contract-validation",
+        call=call,
+    )
+    check(loader is not None, f"{call} returned None [loader-construct-validates]", clause="loader-construct-validates")
 
 
 @pytest.mark.requires("zephon_loader")

@@ -114,7 +114,8 @@ def rows(*rows: Row | Mapping[str, Any], **common: Any) -> dict[str, Any]:
     becomes ``{"tokens": int64, "positions": int64 | None, "padding_length": int | None, ...}``.
     Record options: ``field`` (token field name), ``payload_dtype`` ("int32": torch payloads),
     ``tags`` (replaces ``meta.tags["_packing_metadata"]``), ``drop_positions`` (delete
-    ``positions`` after the tag was computed), ``extra`` ({name: tensor} payload fields)."""
+    ``positions`` after the tag was computed), ``extra`` ({name: tensor} payload fields), ``numpy``
+    (names of ``extra`` whose tensor the payload holds as a numpy array of its dtype, e.g. uint64)."""
     out = []
     for item in rows:
         options = dict(item) if isinstance(item, Mapping) else {"row": item}

@@ -51,6 +51,9 @@ def build_sample_batch(rows_in: list[Mapping[str, Any]]):
         if "tags" in r:
             record.meta.tags["_packing_metadata"] = dict(r["tags"])
         for name, value in (r.get("extra") or {}).items():
+            if name in r.get("numpy", ()):  # the stored tensor, given as a numpy array of its dtype
+                payload[name] = value.numpy().copy()
+                continue
             payload[name] = value.clone() if isinstance(value, torch.Tensor) else value
         if r.get("field", "input_ids") != "input_ids":
             payload[r["field"]] = payload.pop("input_ids")

@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from batchspec.conformance.helpers.inputs import TOKEN_FIELDS, Contract, Row, describe_rows, packed_row
+from batchspec.conformance.helpers.inputs import TOKEN_FIELDS, Contract, Row, describe_rows, packed_row, row_positions
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 __all__ = [
+    "BEYOND_INT64",
+    "ElementFault",
     "IGNORE_INDICES",
     "INT16_EDGE_IDS",
     "MANY_LEN",
@@ -47,6 +50,8 @@ __all__ = [
     "MAX_TOKEN_ID",
     "PAD_TOKEN_ID",
     "PackedBatch",
+    "UNSIGNED_DTYPES",
+    "UnsignedBatch",
     "Route",
     "call_arguments",
     "contracts",
@@ -56,11 +61,15 @@ __all__ = [
     "draw_route",
     "draw_token_fields",
     "draw_xdoc",
+    "element_faults",
+    "fault_columns",
     "document_lengths",
     "id_masks",
     "many_subdocument_rows",
     "packed_batches",
     "packed_rows",
+    "unsigned_edge_batches",
+    "xdoc_bounds",
     "usable_contract",
 ]
 
@@ -448,3 +457,174 @@ def draw_token_fields(data) -> tuple[str, tuple[str, ...]]:
     later = TOKEN_FIELDS[TOKEN_FIELDS.index(field) + 1 :]
     decoys = data.draw(st.lists(st.sampled_from(later), unique=True), label="decoys") if later else []
     return field, tuple(decoys)
+
+
+# -- the three input classes at an edge: a bound reached, unsigned arrays, a fault in any column ------------
+
+# [ctb-input-errors] item 6 on unsigned arrays: the values a numpy uint64 array holds beyond int64
+# (one past int64's largest, and uint64's largest); lists also hold one below int64's smallest.
+BEYOND_INT64: tuple[int, ...] = (2**63, 2**64 - 1)
+# Unsigned numpy dtypes a payload field may have (SPEC 1.2 [tb-dtypes]: "whatever the dtype of the payload").
+UNSIGNED_DTYPES: tuple[Any, ...] = (np.uint8, np.uint16, np.uint32, np.uint64)
+
+
+def fault_columns(length: int) -> st.SearchStrategy[int]:
+    """A column of a row of ``length`` elements: the first or the last one most often (a check
+    that skips a row's first or last element, e.g. one that reads only ``position_ids`` =
+    ``positions[:S]`` or only the label targets ``tokens[1:]``, misses a fault there), else any."""
+    return st.one_of(st.sampled_from((0, length - 1)), st.sampled_from((0, length - 1)), st.integers(0, length - 1))
+
+
+def largest_translated_position(rows: list[Row]) -> int:
+    """The largest translated position of ``rows`` under xdoc [xdoc-positions] over the real
+    inputs (``document_ids > 0``, [ctb-document-ids]) of the first S = L - 1 columns, the tokens
+    [xdoc-contract] bounds: per row, subdocument 1 keeps its positions and subdocument k is
+    shifted by one more than the largest translated position of subdocument k - 1."""
+    largest = -1
+    for row in rows:
+        positions = row_positions(row)[: len(row.tokens) - 1]
+        real = len(row.tokens) - (row.padding_length or 0)
+        offset, top = 0, -1
+        for i, position in enumerate(positions[:real]):
+            if position == 0 and i > 0:
+                offset = top + 1
+            top = max(top, position + offset)
+        largest = max(largest, top)
+    return largest
+
+
+@st.composite
+def xdoc_bounds(draw: st.DrawFn, rows: list[Row]) -> tuple[int, bool]:
+    """A ``max_sequence_length`` at the edge of ``rows``' largest translated position P
+    (``largest_translated_position``) and whether [xdoc-contract] rejects it: exactly P (a
+    translated position equal to the bound raises) or P + 1 (the tightest bound that passes)."""
+    largest = largest_translated_position(rows)
+    bound = draw(st.sampled_from((largest, largest + 1)), label="max_sequence_length")
+    return bound, bound <= largest
+
+
+class ElementFault(NamedTuple):
+    """One fault planted in one element of a valid batch (``element_faults``): record ``record``'s
+    ``field`` (``"input_ids"`` or ``"positions"``) holds ``value`` at ``column``, the field given
+    in ``form`` (``"list"``, ``"numpy int64"``, ``"numpy uint64"``); [ctb-input-errors] item
+    ``item`` requires ``error`` naming the record and the field."""
+
+    case: PackedBatch
+    record: int
+    field: str
+    column: int
+    value: Any
+    form: str
+    error: type
+    item: int
+
+    def values(self) -> list:
+        """The faulty field's values (Python objects)."""
+        row = self.case.rows[self.record]
+        values = list(row.tokens if self.field == "input_ids" else row_positions(row))
+        values[self.column] = self.value
+        return values
+
+    def payload_value(self) -> Any:
+        """The faulty field as the payload holds it, in ``form``."""
+        values = self.values()
+        if self.form == "list":
+            return values
+        return np.asarray(values, dtype=np.uint64 if self.form == "numpy uint64" else np.int64)
+
+    def describe(self) -> str:
+        return (
+            f"records[{self.record}].{self.field}[{self.column}] = {self.value!r} (the field as {self.form}): "
+            f"{self.error.__name__} of [ctb-input-errors] item {self.item} naming record {self.record} and {self.field}"
+        )
+
+
+@st.composite
+def element_faults(draw: st.DrawFn) -> ElementFault:
+    """A drawn packed batch (``packed_batches``) with one element fault of a rule that [ctb-input-errors]
+    checks per element, in a drawn record (the first and the last often) and a drawn column
+    (``fault_columns``: the first and the last often):
+
+    * item 4: a non-integer, the element's own value as a float (so no other rule breaks), in a
+      token list or a ``positions`` list;
+    * item 6: a value outside int64, ``BEYOND_INT64`` in a list or a numpy uint64 array (an
+      unsigned array read through int64 wraps it to a negative value), or one below int64's
+      smallest in a list;
+    * item 10: a negative position (-1 or int64's smallest), in a list or a numpy int64 array.
+
+    At column 0 of ``positions`` items 6 and 10 both apply (the positions do not start at 0):
+    either is a ``ValueError`` naming the record and ``positions``."""
+    case = draw(packed_batches(), label="case")
+    record = draw(
+        st.one_of(st.sampled_from((0, len(case.rows) - 1)), st.integers(0, len(case.rows) - 1)), label="record"
+    )
+    row = case.rows[record]
+    rule = draw(st.sampled_from(("beyond int64", "negative position", "non-integer")), label="rule")
+    field = (
+        "positions" if rule == "negative position" else draw(st.sampled_from(("input_ids", "positions")), label="field")
+    )
+    if field == "positions" and row.positions is None:
+        if rule == "negative position":
+            case = case._replace(
+                rows=[
+                    *case.rows[:record],
+                    Row(row.tokens, row_positions(row), row.padding_length),
+                    *case.rows[record + 1 :],
+                ]
+            )
+        else:
+            field = "input_ids"
+    column = draw(fault_columns(len(row.tokens)), label="column")
+    current = (case.rows[record].tokens if field == "input_ids" else row_positions(case.rows[record]))[column]
+    if rule == "non-integer":  # the value as a float, or 1.0 where a float would leave int64's exact range
+        value = float(current) if abs(current) < 2**53 else 1.0
+        return ElementFault(case, record, field, column, value, "list", TypeError, 4)
+    if rule == "beyond int64":
+        form = draw(st.sampled_from(("numpy uint64", "list")), label="form")
+        choices = BEYOND_INT64 if form == "numpy uint64" else (*BEYOND_INT64, -(2**63) - 1)
+        value = draw(st.sampled_from(choices), label="value")
+        if form == "numpy uint64" and any(v < 0 for v in (row.tokens if field == "input_ids" else ())):
+            form = "list"  # the other tokens do not fit an unsigned array: keep the fault, as a list
+        return ElementFault(case, record, field, column, value, form, ValueError, 6)
+    value = draw(st.sampled_from((-1, -(2**63))), label="value")
+    form = draw(st.sampled_from(("list", "numpy int64")), label="form")
+    return ElementFault(case, record, field, column, value, form, ValueError, 10)
+
+
+class UnsignedBatch(NamedTuple):
+    """A valid batch whose payload fields are numpy unsigned arrays (``unsigned_edge_batches``):
+    ``rows`` (values as Python ints) and, per ``(record, field)``, the numpy dtype it is given as."""
+
+    case: PackedBatch
+    dtypes: dict[tuple[int, str], Any]
+
+    def describe(self) -> str:
+        return ", ".join(f"records[{r}].{f} as np.{np.dtype(d).name}" for (r, f), d in sorted(self.dtypes.items()))
+
+
+@st.composite
+def unsigned_edge_batches(draw: st.DrawFn) -> UnsignedBatch:
+    """A drawn packed batch (``packed_batches``) whose token fields and ``positions`` are numpy
+    unsigned arrays (``UNSIGNED_DTYPES``), each record and field its own dtype, holding values
+    at the dtype's edge in drawn columns (``fault_columns``): the dtype's largest value
+    (255, 65535, 2**32 - 1) and, for uint64, int64's largest 2**63 - 1, the largest a token or a
+    position may be ([ctb-input-errors] item 6). A position at the edge is placed after column 0
+    (it is a jump, not a boundary [ctb-boundaries-from-zeros]). A token field holding a negative
+    value (an int64-edge token) stays a list."""
+    case = draw(packed_batches(), label="case")
+    rows, dtypes = [], {}
+    for index, row in enumerate(case.rows):
+        tokens, positions = list(row.tokens), None if row.positions is None else list(row.positions)
+        for field, values in (("input_ids", tokens), ("positions", positions)):
+            if values is None or min(values) < 0:
+                continue
+            fitting = [d for d in UNSIGNED_DTYPES if max(values) <= min(np.iinfo(d).max, 2**63 - 1)]
+            dtype = draw(st.sampled_from(fitting), label=f"dtype[{index}].{field}")
+            edge = min(int(np.iinfo(dtype).max), 2**63 - 1)
+            columns = draw(st.sets(fault_columns(len(values)), max_size=2), label=f"edge columns[{index}].{field}")
+            for column in columns:
+                if field == "input_ids" or column > 0:
+                    values[column] = edge
+            dtypes[(index, field)] = dtype
+        rows.append(Row(tuple(tokens), None if positions is None else tuple(positions), row.padding_length))
+    return UnsignedBatch(case._replace(rows=rows), dtypes)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_raises, assert_tensor_equal, call_valid
 from batchspec.conformance.helpers.inputs import (
     Contract,
 )
@@ -156,14 +156,17 @@ def _xdoc_inputs(draw):
     return ids, attention, positions, shape
 
 
-@pytest.mark.clause("xdoc-attention-ids", "xdoc-positions", "xdoc-untouched")
+@pytest.mark.clause("xdoc-attention-ids", "xdoc-positions", "xdoc-untouched", "xdoc-contract")
 @pytest.mark.requires("xdoc")
 @given(data=st.data())
 def test_enable_xdoc_attention_matches_reference_on_any_ids(backend, data):
     """On ids in any order and with negative attention ids (SPEC defines both), the backend's
     ``enable_xdoc_attention`` gives the reference's attention ids [xdoc-attention-ids] and
     positions [xdoc-positions], and leaves every other field, and every input tensor, as it was
-    [xdoc-untouched]."""
+    [xdoc-untouched]. The contract has no bound, or a ``max_sequence_length`` at the edge of the
+    largest translated position P (of the reference's positions, at tokens with
+    ``document_ids > 0``, any axis): P itself raises ``ValueError`` naming it and P, P + 1 passes
+    [xdoc-contract]."""
     ids, attention, positions, shape = data.draw(_xdoc_inputs(), label="inputs")
     call = (
         f"enable_xdoc_attention({{'document_ids': torch.tensor({ids}), 'attention_document_ids': "
@@ -184,8 +187,28 @@ def test_enable_xdoc_attention_matches_reference_on_any_ids(backend, data):
     given = batch()
     inputs = dict(given)
     clones = {key: value.clone() for key, value in given.items()}
-    out = backend.enable_xdoc_attention(given, Contract())
     expected = reference.enable_xdoc_attention(batch(), Contract())
+    translated = expected["position_ids"]
+    translated = (translated if translated.ndim == 3 else translated[None])[:, torch.tensor(ids) > 0]
+    largest = int(translated.max()) if translated.numel() else 0
+    bound = data.draw(st.sampled_from((None, largest, largest + 1)) if largest >= 1 else st.none(), label="bound")
+    if bound is not None and bound <= largest:
+        try:
+            assert_raises(
+                ValueError,
+                ("max_sequence_length", bound),
+                backend.enable_xdoc_attention,
+                given,
+                Contract(max_sequence_length=bound),
+                clause="xdoc-contract",
+            )
+        except ClauseFailure as failure:
+            raise ClauseFailure(f"{failure} on {call} with max_sequence_length={bound}", failure.clauses) from failure
+        return
+    call = call if bound is None else f"{call[: -len('Contract())')]}Contract(max_sequence_length={bound}))"
+    out = call_valid(
+        backend.enable_xdoc_attention, given, Contract(max_sequence_length=bound), clause="xdoc-contract", call=call
+    )
     for key, clause in (("attention_document_ids", "xdoc-attention-ids"), ("position_ids", "xdoc-positions")):
         assert_tensor_equal(key, out.get(key), expected[key], clause=clause, call=call)
     for key in ("input_ids", "labels", "padding_mask", "document_ids"):

@@ -411,6 +411,21 @@ def case_xdoc_small():
             3,
         ),
         ("negative_position_of_3", {**good, "position_ids": long([[0, -1, 0]])}, "ValueError", ("position_ids",), 4),
+        # item 4 is checked per element: a negative position in the last column, also on mRoPE's last axis
+        (
+            "negative_position_last_column",
+            {**good, "position_ids": long([[0, 1, -1]])},
+            "ValueError",
+            ("position_ids",),
+            4,
+        ),
+        (
+            "negative_mrope_position_last_axis_last_column",
+            {**good, "position_ids": long([[[0, 1, 0]], [[0, 1, -1]]])},
+            "ValueError",
+            ("position_ids",),
+            4,
+        ),
     ]
     cases = [
         _xdoc(f"rejects_{n}", b, error=(k, w), clauses=("xdoc-errors", f"xdoc-errors.{item}"))
@@ -462,3 +477,34 @@ def case_xdoc_small():
             )
         )
     return cases
+
+
+def case_xdoc_mrope_bound_at_the_largest_translated_position():
+    """[xdoc-contract] exactly at its bound on mRoPE positions, where the largest translated
+    position is on the last axis, in the last column: axis 0 [0,1,0,1], axis 1 [0,5,0,3], ids
+    (1,1,2,2): subdocument 2 starts at 6 on every axis ([xdoc-positions], A16), so axis 1 ends at
+    9. max_sequence_length 9 (equal to it) raises naming it and 9; 10 passes."""
+    batch = {
+        "position_ids": long([[[0, 1, 0, 1]], [[0, 5, 0, 3]]]),
+        "document_ids": long([[1, 1, 2, 2]]),
+        "attention_document_ids": long([[1, 1, 2, 2]]),
+    }
+    return [
+        _xdoc(
+            "mrope_bound_equal_to_the_last_axis_largest",
+            batch,
+            error=("ValueError", ("max_sequence_length", 9)),
+            clauses=("xdoc-contract",),
+            contract={"max_sequence_length": 9},
+            description="mRoPE, translated axis 1 ends at 9 (last axis, last column): max_sequence_length 9 raises "
+            "naming it and 9",
+        ),
+        _xdoc(
+            "mrope_bound_one_past_the_last_axis_largest",
+            batch,
+            {"position_ids": long([[[0, 1, 6, 7]], [[0, 5, 6, 9]]]), "attention_document_ids": long([[1, 1, 1, 1]])},
+            clauses=("xdoc-contract", "xdoc-positions"),
+            contract={"max_sequence_length": 10},
+            description="the same with max_sequence_length 10: passes, positions translated on both axes",
+        ),
+    ]

@@ -268,3 +268,33 @@ def case_bool_length():
         clauses=("contract-validation",),
         description="max_sequence_length=True: a bool is not an int here",
     )
+
+
+def case_max_sequence_length_at_its_bound():
+    """[contract-validation] item 6 at its edge: ``max_sequence_length < 1`` raises, so 1 (exactly
+    the bound) is valid, on a plain object and on the dataclass; 0, one past it, is not
+    (``test_contract_rejects_length_below_1`` and ``test_contract_rejects_dataclass_length_zero``)."""
+    item = ("contract-validation", "contract-validation.6")
+    plain = {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False}
+    return [
+        _validate(
+            "max_sequence_length_1_is_valid",
+            {**plain, "max_sequence_length": 1},
+            clauses=item,
+            description="max_sequence_length 1, exactly at item 6's bound (< 1 raises): valid",
+        ),
+        _validate(
+            "dataclass_max_sequence_length_1_is_valid",
+            {"max_sequence_length": 1},
+            clauses=item,
+            description="the dataclass contract with max_sequence_length 1: valid",
+            dataclass=True,
+        ),
+        _validate(
+            "rejects_max_sequence_length_negative",
+            {**plain, "max_sequence_length": -1},
+            error=("ValueError", ("max_sequence_length",)),
+            clauses=item,
+            description="max_sequence_length -1: ValueError naming it",
+        ),
+    ]

@@ -840,3 +840,165 @@ def case_xdoc_bound_in_convert():
             expected={"position_ids": long([[0, 1, 2, 3, 4, 8]])},
         ),
     ]
+
+
+def case_xdoc_bound_at_the_largest_translated_position():
+    """[xdoc-contract] exactly at its bound in ``convert_text_batch`` (enable_xdoc_attention's own
+    equality case is test_xdoc_bound_reached): the jump record's translated input positions are
+    [0,1,2,3,4,8], so max_sequence_length 8 (equal to the largest) raises naming it and 8, and 9
+    (test_xdoc_bound_above_the_largest_translated_position) passes; on both mask types and THD."""
+    jump = rows(Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1))
+    variants = (  # (name suffix, contract, output_format)
+        ("", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False}, "batched"),
+        ("_document_ids", {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}, "batched"),
+        ("_thd", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False}, "thd"),
+    )
+    return [
+        Case(
+            name=f"test_xdoc_bound_equal_to_the_largest_translated_position{suffix}",
+            clauses=("xdoc-contract", "ctb-xdoc"),
+            description=f"translated input positions [0,1,2,3,4,8], max_sequence_length 8 ({contract['packed_mask_type']}, "
+            f"{output_format}): a translated position equal to the bound raises ValueError naming it and 8",
+            function="convert_text_batch",
+            inputs=jump,
+            options={"xdoc": True, "contract": {**contract, "max_sequence_length": 8}, "output_format": output_format},
+            error=("ValueError", ("max_sequence_length", 8)),
+        )
+        for suffix, contract, output_format in variants
+    ]
+
+
+def case_unpacked_record_as_long_as_pad_to_length():
+    """[unpacked-errors] item 5 at its bound: a record exactly ``pad_to_length`` long is padded by
+    nothing and is valid (one longer is test_unpacked_rejects_record_too_long)."""
+    return Case(
+        name="test_unpacked_record_as_long_as_pad_to_length",
+        clauses=("unpacked-errors", "unpacked-errors.5", "unpacked-padding"),
+        description="records [5,6,7] and [8,9,10,11] (exactly pad_to_length 4) without positions: valid; only the "
+        "first gets a pad",
+        function="convert_text_batch",
+        inputs=rows(Row((5, 6, 7), None, None), Row((8, 9, 10, 11), None, None)),
+        options={"pad_to_length": 4, "pad_token_id": 0},
+        expected={
+            "input_ids": long([[5, 6, 7], [8, 9, 10]]),
+            "labels": long([[6, 7, -100], [9, 10, 11]]),
+            "position_ids": long([[0, 1, 2], [0, 1, 2]]),
+            "padding_mask": bools([[F, F, F], [F, F, F]]),
+            "document_ids": long([[1, 1, 1], [1, 1, 1]]),
+        },
+        keys=BATCHED_KEYS,
+    )
+
+
+# (name, the field of record 1 replaced, its value, error type, the [ctb-input-errors] item): a
+# per-element fault in the FIRST or the LAST column of record 1 = (1, 2, 3), positions (0, 1, 2);
+# each value is its item's only fault (a float of the element's own value is not an int; at
+# column 0 of positions a negative value is item 10 twice over: it does not start at 0 either).
+EDGE_COLUMN_FAULTS = [
+    ("token_float_first_column", "input_ids", [1.0, 2, 3], "TypeError", 4),
+    ("token_float_last_column", "input_ids", [1, 2, 3.0], "TypeError", 4),
+    ("token_none_last_column", "input_ids", [1, 2, None], "TypeError", 4),
+    ("position_float_first_column", "positions", [0.0, 1, 2], "TypeError", 4),
+    ("position_float_last_column", "positions", [0, 1, 2.0], "TypeError", 4),
+    ("token_overflow_first_column", "input_ids", [2**63, 2, 3], "ValueError", 6),
+    ("token_overflow_last_column", "input_ids", [1, 2, 2**63], "ValueError", 6),
+    ("token_underflow_first_column", "input_ids", [-(2**63) - 1, 2, 3], "ValueError", 6),
+    ("token_underflow_last_column", "input_ids", [1, 2, -(2**63) - 1], "ValueError", 6),
+    ("position_overflow_first_column", "positions", [2**63, 1, 2], "ValueError", 6),
+    ("negative_position_first_column", "positions", [-1, 1, 2], "ValueError", 10),
+    ("negative_position_last_column", "positions", [0, 1, -1], "ValueError", 10),
+    ("int64_min_position_last_column", "positions", [0, 1, -(2**63)], "ValueError", 10),
+]
+
+
+def case_faults_in_the_first_and_last_column():
+    good = Row((1, 2, 3), (0, 1, 2), 0)
+    return [
+        Case(
+            name=f"test_rejects_{name}",
+            clauses=("ctb-input-errors", f"ctb-input-errors.{item}"),
+            description=f"record 1's {field} {value!r}: a fault at the row's edge, {kind} naming the record and "
+            "the field",
+            function="convert_text_batch",
+            inputs=rows(good, {"row": good, "extra": {field: value}}),
+            error=(kind, (1, field)),
+        )
+        for name, field, value, kind, item in EDGE_COLUMN_FAULTS
+    ]
+
+
+def _unsigned(values, dtype) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.uint64).to(dtype)
+
+
+# (name, the field of record 1 given as a numpy uint64 array, its values, the [ctb-input-errors]
+# item): values beyond int64 in the first, an inner and the last column
+UNSIGNED_BEYOND_INT64 = [
+    ("numpy_uint64_token_2_63_first_column", "input_ids", [2**63, 2, 3]),
+    ("numpy_uint64_token_max_last_column", "input_ids", [1, 2, 2**64 - 1]),
+    ("numpy_uint64_token_2_63_inner_column", "input_ids", [1, 2**63, 3]),
+    ("numpy_uint64_position_2_63_last_column", "positions", [0, 1, 2**63]),
+    ("numpy_uint64_position_max_inner_column", "positions", [0, 2**64 - 1, 2]),
+]
+
+
+def case_numpy_unsigned_payloads():
+    """Numpy unsigned arrays as payload fields ([tb-dtypes]: any payload dtype): a uint64 value
+    beyond int64 raises ValueError naming the record and the field ([ctb-input-errors] item 6:
+    read through int64 it would wrap to a negative value); uint8 .. uint64 arrays holding their
+    dtype's largest value, int64's largest 2**63 - 1 for uint64, in the first and the last
+    column are valid and converted as they are."""
+    good = Row((1, 2, 3), (0, 1, 2), 0)
+    cases = [
+        Case(
+            name=f"test_rejects_{name}",
+            clauses=("ctb-input-errors", "ctb-input-errors.6"),
+            description=f"record 1's {field} as a numpy uint64 array {values}: ValueError naming the record and "
+            "the field",
+            function="convert_text_batch",
+            inputs=rows(good, {"row": good, "extra": {field: _unsigned(values, torch.uint64)}, "numpy": (field,)}),
+            error=("ValueError", (1, field)),
+        )
+        for name, field, values in UNSIGNED_BEYOND_INT64
+    ]
+    top = 2**63 - 1
+    # record 0: tokens uint64 [2**63-1, 7, 2**63-1], positions uint8 [0, 255, 0] (a jump, then a new
+    # subdocument in the last column); record 1: tokens uint16 [1, 65535, 65535], positions uint32
+    # [0, 1, 2**32-1]; no padding. The rows hold stand-in positions of the same zeros (their packing
+    # tags count them); the payloads are the unsigned arrays.
+    cases.append(
+        Case(
+            name="test_numpy_unsigned_payloads_at_their_largest_values",
+            clauses=("tb-dtypes", "ctb-shift", "ctb-positions", "ctb-input-errors", "ctb-input-errors.6"),
+            description="numpy uint64 tokens at int64's largest (first and last column), uint8 positions at 255, "
+            "uint16 tokens at 65535, uint32 positions at 2**32-1 (last column): valid, converted as they are",
+            function="convert_text_batch",
+            inputs=rows(
+                {
+                    "row": Row((top, 7, top), (0, 1, 0), 0),
+                    "extra": {
+                        "input_ids": _unsigned([top, 7, top], torch.uint64),
+                        "positions": _unsigned([0, 255, 0], torch.uint8),
+                    },
+                    "numpy": ("input_ids", "positions"),
+                },
+                {
+                    "row": Row((1, 65535, 65535), (0, 1, 1), 0),
+                    "extra": {
+                        "input_ids": _unsigned([1, 65535, 65535], torch.uint16),
+                        "positions": _unsigned([0, 1, 2**32 - 1], torch.uint32),
+                    },
+                    "numpy": ("input_ids", "positions"),
+                },
+            ),
+            expected={
+                "input_ids": long([[top, 7], [1, 65535]]),
+                "labels": long([[7, top], [65535, 65535]]),
+                "position_ids": long([[0, 255], [0, 1]]),
+                "padding_mask": bools([[F, F], [F, F]]),
+                "document_ids": long([[1, 1], [1, 1]]),
+            },
+            keys=BATCHED_KEYS,
+        )
+    )
+    return cases

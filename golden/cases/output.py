@@ -132,5 +132,8 @@ def case_output_thd_runs():
             ("an_id_that_reappears", [[1, 1, 1, 1], [1, 2, 1, 0]], 1, 4),
             ("an_empty_row", [[1, 1, 0], [0, 0, 0]], 1, 2),
             ("a_negative_id", [[1, 1, 1], [1, -1, 2]], 1, 1),
+            # item 1 is checked per element: a negative id in the first and in the last column of a row
+            ("a_negative_id_first_column", [[1, 1, 1], [-1, 2, 2]], 1, 1),
+            ("a_negative_id_last_column", [[1, 1, 1], [1, 2, -1]], 1, 1),
         )
     ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 from _draws import EXAMPLES, can_draw, draw_many, missing
 
@@ -219,3 +220,97 @@ def test_contracts_draw_every_combination():
 
 
 # --- id_masks ----------------------------------------------------------------------------------
+
+
+# --- the three edge classes: a bound reached, unsigned payloads, a fault in any column ------------
+
+
+def test_element_faults_place_each_rule_in_the_first_and_last_column():
+    """``element_faults`` draws every per-element rule of [ctb-input-errors] (items 4, 6, 10) in
+    the first and the last column of a row, and item 6 in a numpy uint64 array beyond int64."""
+    kinds: Counter = Counter()
+    for fault in draw_many(cs.element_faults(), 200):
+        assert isinstance(fault, cs.ElementFault)
+        row = fault.case.rows[fault.record]
+        length = len(row.tokens)
+        assert 0 <= fault.column < length, fault
+        values = fault.values()
+        assert len(values) == length and values[fault.column] == fault.value, fault
+        others = [v for k, v in enumerate(values) if k != fault.column]
+        assert all(isinstance(v, int) and not isinstance(v, bool) for v in others), f"one fault only: {fault}"
+        if fault.item == 4:
+            assert isinstance(fault.value, float) and fault.error is TypeError, fault
+        elif fault.item == 6:
+            assert not -(2**63) <= fault.value < 2**63 and fault.error is ValueError, fault
+        else:
+            assert fault.item == 10 and fault.field == "positions" and fault.value < 0, fault
+        if fault.form == "numpy uint64":
+            assert fault.payload_value().dtype.name == "uint64" and fault.value >= 2**63, fault
+        place = "first" if fault.column == 0 else "last" if fault.column == length - 1 else "inner"
+        kinds[f"item {fault.item} {fault.field} {place} column"] += 1
+        kinds[f"item {fault.item} as {fault.form}"] += 1
+        kinds[f"a fault in an {place} column" if place == "inner" else "at an edge"] += 1
+        kinds[
+            f"record {'first' if fault.record == 0 else 'last' if fault.record == len(fault.case.rows) - 1 else 'inner'}"
+        ] += 1
+    claimed = [
+        f"item {item} {field} {place} column"
+        for item, fields in ((4, ("input_ids", "positions")), (6, ("input_ids", "positions")), (10, ("positions",)))
+        for field in fields
+        for place in ("first", "last")
+    ]
+    claimed += [
+        "a fault in an inner column",
+        "item 6 as numpy uint64",
+        "item 6 as list",
+        "item 10 as numpy int64",
+        "record first",
+        "record last",
+    ]
+    assert not missing(kinds, claimed), f"never drawn: {missing(kinds, claimed)}; drawn: {dict(kinds)}"
+
+
+def test_unsigned_edge_batches_hold_each_unsigned_dtype_at_its_largest_value():
+    """``unsigned_edge_batches`` gives fields as numpy uint8 .. uint64 holding the dtype's largest
+    value (uint64: int64's largest), in the first and the last column, every value in int64."""
+    kinds: Counter = Counter()
+    for drawn in draw_many(cs.unsigned_edge_batches(), 200):
+        for (index, field), dtype in drawn.dtypes.items():
+            row = drawn.case.rows[index]
+            values = list(row.tokens if field == "input_ids" else row.positions)
+            assert all(0 <= v <= min(int(np.iinfo(dtype).max), 2**63 - 1) for v in values), (values, dtype)
+            edge = min(int(np.iinfo(dtype).max), 2**63 - 1)
+            if field == "positions":
+                assert values[0] == 0, values
+            for column, value in enumerate(values):
+                if value == edge:
+                    place = "first" if column == 0 else "last" if column == len(values) - 1 else "inner"
+                    kinds[f"{field} np.{np.dtype(dtype).name} at its edge in the {place} column"] += 1
+    claimed = [
+        f"input_ids np.{n} at its edge in the {p} column"
+        for n in ("uint8", "uint16", "uint32", "uint64")
+        for p in ("first", "last")
+    ]
+    claimed += [f"positions np.{n} at its edge in the last column" for n in ("uint8", "uint16", "uint32", "uint64")]
+    assert not missing(kinds, claimed), f"never drawn: {missing(kinds, claimed)}; drawn: {dict(kinds)}"
+
+
+@pytest.mark.parametrize(
+    ("row", "largest"),
+    [
+        (Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1), 8),  # golden jump record: [0,1,2,3,4,8]
+        (Row((5, 6, 7, 0, 0), None, 2), 2),  # the pad tail is not translated
+        (Row((1, 2, 3), (0, 0, 0), 0), 1),  # two 1-token inputs: 0, 1
+        (Row((7, 8), (0, 0), 1), 0),  # one real input
+    ],
+)
+def test_largest_translated_position_is_specs(row, largest):
+    assert cs.largest_translated_position([row]) == largest
+
+
+def test_xdoc_bounds_draw_the_bound_at_and_one_past_the_largest_translated_position():
+    """``xdoc_bounds`` draws ``max_sequence_length`` equal to the largest translated position P
+    (rejected) and P + 1 (accepted)."""
+    rows = [Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1)]
+    drawn = set(draw_many(cs.xdoc_bounds(rows), 50))
+    assert drawn == {(8, True), (9, False)}, drawn
