@@ -283,6 +283,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 )
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """A crashed or killed worker's test fails once, under every distribution mode
+    (conformance/scheduling.py)."""
+    from batchspec.conformance.scheduling import crash_isolating
+
+    return crash_isolating(config, log)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """torch's process-wide settings are put back after the test, and a change the backend made

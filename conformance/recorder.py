@@ -35,6 +35,13 @@ WORKER_GRACE_S = 1.0
 CTRL_C = "KeyboardInterrupt: Ctrl-C or SIGINT"
 
 
+def _collection_message(report: pytest.CollectReport) -> str:
+    """The gist of a collection error: its last ``E`` line (the exception), at most 500 characters."""
+    text = str(report.longrepr)
+    errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    return (errors[-1] if errors else text.strip().splitlines()[-1] if text.strip() else "collection failed")[:500]
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the controller's main thread: the run stops as on Ctrl-C, and its
     report says ``incomplete``."""
@@ -51,6 +58,8 @@ class Recorder:
         self.config = config
         self.records: dict[str, dict] = {}
         self.cited: dict[str, list[str]] = {}
+        self.collection_errors: dict[str, str] = {}  # nodeid -> what could not be collected
+        self.left_out: set[str] = set()  # deselected test ids (-k, -m, --deselect), from every process
         self.report: dict | None = None
         self.stopped: str | None = None  # why the run stopped early (Ctrl-C, SIGTERM, pytest-xdist's -x)
         self.error: str | None = None  # a usage or internal error after configuration
@@ -79,13 +88,29 @@ class Recorder:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A module skipped as a whole (the model checks without transformers) is recorded as one
         skipped entry, with its reason and fix, so the report says what did not run."""
-        if not report.skipped or is_worker(self.config):
+        if is_worker(self.config):
+            return
+        if report.failed:  # a tampered golden, a module that fails to import: never dropped (xdist)
+            self.collection_errors[plain_nodeid(report.nodeid)] = _collection_message(report)
+            return
+        if not report.skipped:
             return
         message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason, fix = skip_reason(message.removeprefix("Skipped: "))
         nodeid = plain_nodeid(report.nodeid)
         record = {"nodeid": nodeid, "cited": [], "outcome": "skipped", "blamed": [], "expectation": None}
         self._keep({**record, "reason": reason, "fix": fix, "reproduce": ""})
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Tests the run's selection left out; a pytest-xdist worker hands them to its controller
+        (``pytest_testnodedown``)."""
+        self.left_out.update(plain_nodeid(item.nodeid) for item in items)
+        if is_worker(self.config):
+            self.config.workeroutput["batchspec_left_out"] = sorted(self.left_out)
+
+    @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent under -p no:xdist
+    def pytest_testnodedown(self, node, error) -> None:
+        self.left_out.update(getattr(node, "workeroutput", {}).get("batchspec_left_out", ()))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
@@ -194,6 +219,8 @@ class Recorder:
             interrupted=str(stopped) if stopped else None,
             error=error,
             error_status=status,
+            collection_errors=[{"nodeid": n, "message": m} for n, m in sorted(self.collection_errors.items())],
+            left_out=sorted(self.left_out),
         )
         if self.directory is not None:
             write_report(self.directory, self.report)

@@ -1,0 +1,132 @@
+"""Verdict integrity through the ``batchspec`` command itself, under its own defaults (``-n 2
+--dist=loadgroup``) and without pytest-xdist (issue 31): a crash or a hang fails exactly its own
+test, once; a collection error (a tampered golden) is never a pass; a release run that left tests
+out is incomplete and names them; the command's usage errors end in a report. Each run is one
+small selection of the suite against a probe of ``tests/probe_backends``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from _suite import ROOT
+
+from batchspec.conformance import goldens
+
+PROBES = str(ROOT / "tests" / "probe_backends")
+MUTANTS = str(ROOT / "tests" / "mutants")
+ENV = dict(
+    os.environ,
+    OMP_NUM_THREADS="1",
+    PYTHONPATH=os.pathsep.join(filter(None, [PROBES, MUTANTS, os.environ.get("PYTHONPATH")])),
+)
+GOLDENS = "conformance/test_goldens.py"
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    returncode: int
+    output: str
+    report: dict
+    markdown: str
+
+
+def run_batchspec(tmp_path: Path, *args: str, env: dict | None = None, timeout: float = 300) -> CommandRun:
+    """``batchspec ARGS --conformance-report=tmp_path/report``, started in ``tmp_path``."""
+    report = tmp_path / "report"
+    command = [sys.executable, "-c", "import sys; from batchspec.cli import main; sys.exit(main())", *args]
+    command.append(f"--conformance-report={report}")
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=timeout, env=env or ENV)
+    written = json.loads((report / "report.json").read_text()) if (report / "report.json").exists() else {}
+    markdown = (report / "report.md").read_text() if (report / "report.md").exists() else ""
+    return CommandRun(done.returncode, done.stdout + done.stderr, written, markdown)
+
+
+def golden_id(case: str) -> str:
+    return f"{GOLDENS}::test_golden_case[{case}]"
+
+
+@pytest.mark.parametrize("dist", [[], ["--dist", "loadfile"], ["--dist", "load"]], ids=["default", "loadfile", "load"])
+def test_a_crash_fails_its_own_test_once_under_every_distribution_mode(tmp_path, dist):
+    """``FRAGILE`` aborts the process on one golden case's mask: that test (and only it) fails,
+    blamed on its cited clauses, and is run once: pytest-xdist's scope schedulers used to queue it
+    again on every replacement worker (conformance/scheduling.py)."""
+    abort = "test_unpad_binary_int"
+    run = run_batchspec(
+        tmp_path, GOLDENS, "-k", f"{abort} or unpad_generated_00", "--backend=verdict_backends:FRAGILE", *dist
+    )
+    failures = run.report["failures"]
+    assert [f["nodeid"] for f in failures] == [golden_id(abort)], run.output[-3000:]
+    assert "process died" in failures[0]["message"] and failures[0]["clauses"], failures[0]
+    assert run.output.count(f"crashed while running '{golden_id(abort)}'".replace(GOLDENS, "")) <= 1
+    assert run.output.count("replacing crashed worker") == 1, run.output[-3000:]
+    assert run.returncode == 1 and run.report["verdict"]["result"] == "fail"
+    assert run.report["verdict"]["clause_statuses"]  # the other test ran and was recorded
+    passed = {t["nodeid"] for row in run.report["clauses"].values() for t in row["tests"] if t["outcome"] == "passed"}
+    assert golden_id("test_unpad_generated_00") in passed
+
+
+def test_a_hang_fails_its_own_test_and_the_run_ends(tmp_path):
+    """``FRAGILE`` never returns on another case's mask: with ``-n 1`` and a short timeout the
+    test fails as a hang, the next test still runs, and the command ends."""
+    hang = "test_unpad_split_id"
+    run = run_batchspec(
+        tmp_path,
+        GOLDENS,
+        "-k",
+        f"{hang} or unpad_generated_00",
+        "--backend=verdict_backends:FRAGILE",
+        "-n",
+        "1",
+        "--timeout=5",
+        timeout=120,
+    )
+    assert [f["nodeid"] for f in run.report["failures"]] == [golden_id(hang)], run.output[-3000:]
+    assert "per-test timeout of 5" in run.report["failures"][0]["message"]
+    assert run.returncode == 1 and run.report["verdict"]["result"] == "fail"
+
+
+@pytest.fixture
+def tampered_golden(tmp_path) -> dict:
+    """A copy of golden/ with one byte of a case's tensors flipped (its index entry unchanged),
+    and the environment that makes a run read it (``-p tampered_golden``)."""
+    root = tmp_path / "golden"
+    shutil.copytree(goldens.ROOT / "data", root / "data")
+    shutil.copy2(goldens.ROOT / "index.json", root / "index.json")
+    tensors = root / "data" / "test_unpad_generated_00" / "expected.safetensors"
+    data = bytearray(tensors.read_bytes())
+    data[-1] ^= 0x01
+    tensors.write_bytes(bytes(data))
+    return dict(ENV, BATCHSPEC_PROBE_GOLDEN_ROOT=str(root))
+
+
+@pytest.mark.parametrize("xdist", [[], ["-p", "no:xdist"]], ids=["xdist", "no-xdist"])
+def test_a_tampered_golden_is_never_a_pass(tmp_path, tampered_golden, xdist):
+    """The golden module cannot be collected (a GoldenError naming the file): the verdict is
+    incomplete, exit status 2, and report.json / report.md name the error, with and without
+    pytest-xdist."""
+    run = run_batchspec(
+        tmp_path,
+        GOLDENS,
+        "conformance/test_contract.py",
+        "-k",
+        "unpad_generated_00 or revalidated",
+        "--backend=reference",
+        "-p",
+        "tampered_golden",
+        *xdist,
+        env=tampered_golden,
+    )
+    verdict = run.report["verdict"]
+    assert run.returncode == 2 and verdict["result"] == "incomplete", run.output[-3000:]
+    [problem] = verdict["collection_errors"]
+    assert problem["nodeid"] == GOLDENS and "expected.safetensors" in problem["message"], problem
+    assert "sha256" in problem["message"]
+    assert any("not collected: conformance/test_goldens.py" in reason for reason in verdict["incomplete"])
+    assert "not collected: conformance/test_goldens.py" in run.markdown
