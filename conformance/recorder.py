@@ -221,10 +221,25 @@ class Recorder:
             error_status=status,
             collection_errors=[{"nodeid": n, "message": m} for n, m in sorted(self.collection_errors.items())],
             left_out=sorted(self.left_out),
+            limited_to=self._limited_to(),
         )
         if self.directory is not None:
             write_report(self.directory, self.report)
         session.exitstatus = self.report["verdict"]["exit_status"]
+
+    def _limited_to(self) -> list[str]:
+        """The run's test paths and ids (relative to the suite's root) when they are not the whole
+        suite (``conformance/``), else none."""
+        suite = Path(__file__).resolve().parent
+        given = [(a, Path(a.split("::", 1)[0]).resolve()) for a in self.config.args]
+        if not given or all(path == suite for _, path in given):
+            return []
+        return sorted(
+            a
+            if not path.is_relative_to(suite.parent)
+            else a.replace(str(path), path.relative_to(suite.parent).as_posix(), 1)
+            for a, path in given
+        )
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.report is None:
@@ -255,6 +270,12 @@ class Recorder:
             (f"{len(verdict['stale_expectations'])} stale expectation(s)", verdict["stale_expectations"]),
         ]
         shown = "; ".join(text for text, items in notes if items)
+        left_out = verdict["left_out"]["count"]
+        if left_out or verdict["limited_to"]:
+            terminalreporter.write_line(
+                f"selection: {left_out} test(s) left out by -k, -m or --deselect"
+                + (f"; limited to {', '.join(verdict['limited_to'])}" if verdict["limited_to"] else "")
+            )
         for group in verdict.get("skips", ()):
             fix = f"; fix: {group['fix']}" if group.get("fix") else ""
             terminalreporter.write_line(f"{group['count']} {group['outcome']}: {group['reason']}{fix}")

@@ -139,6 +139,7 @@ def run_report(
     error_status: int = pytest.ExitCode.USAGE_ERROR,
     collection_errors: Sequence[Mapping[str, str]] = (),
     left_out: Sequence[str] = (),
+    limited_to: Sequence[str] = (),
 ) -> dict:
     """The run's report (``verdict.build_report``) from what ``config`` knows: the backend's
     declared profiles and the expectations when they were loaded, none otherwise."""
@@ -157,6 +158,7 @@ def run_report(
         error_status=error_status,
         collection_errors=collection_errors,
         left_out=left_out,
+        limited_to=limited_to,
     )
 
 

@@ -142,6 +142,7 @@ def build_report(
     error_status: int = pytest.ExitCode.USAGE_ERROR,
     collection_errors: Sequence[Mapping[str, str]] = (),
     left_out: Sequence[str] = (),
+    limited_to: Sequence[str] = (),
 ) -> dict:
     """The run's report: ``header`` (suite, SPEC, backend, environment, run options), the
     ``verdict``, the per-clause ``clauses`` table, every ``failures`` entry with its reproduce
@@ -157,6 +158,8 @@ def build_report(
     ``incomplete`` (exit status 2) unless it failed. ``left_out``: the test ids the run's selection
     left out (``-k``, ``-m``, ``--deselect``, a subset of paths): a ``--release`` run that left
     any out is ``incomplete`` (exit status 1); any run counts them (``verdict["left_out"]``, listing the first ``LEFT_OUT_LISTED``).
+    ``limited_to``: the run's test paths when they are not the whole suite: a ``--release`` run so
+    limited is ``incomplete`` too.
     ``header["backend"]`` needs ``name``, ``version``, ``capabilities`` and ``spec_version``
     (``unknown`` ones for a backend that was not loaded).
 
@@ -205,7 +208,11 @@ def build_report(
     if release and left_out:
         incomplete.append(
             f"a release run must run every test of the declared profiles; {len(left_out)} were left out "
-            f"(-k, -m, --deselect or a subset of paths): {_bounded(left_out)}"
+            f"(-k, -m or --deselect): {_bounded(left_out)}"
+        )
+    if release and limited_to:
+        incomplete.append(
+            f"a release run must run the whole suite; this one was limited to {_bounded(sorted(limited_to))}"
         )
     if release and unchecked:
         incomplete.append(
@@ -227,6 +234,7 @@ def build_report(
         "unchecked_must_clauses": unchecked,
         "collection_errors": [dict(problem) for problem in collection_errors],
         "left_out": {"count": len(left_out), "tests": left_out[:LEFT_OUT_LISTED]},
+        "limited_to": sorted(limited_to),
         "suite_version": header["suite"]["version"],
         "spec_version": header["suite"]["spec_version"],
         "golden_index_sha256": header["suite"]["golden_index_sha256"],
@@ -267,10 +275,12 @@ def build_report(
     }
 
 
-def _bounded(nodeids: Sequence[str]) -> str:
-    """The first ``LEFT_OUT_SHOWN`` of ``nodeids``, comma-separated, and how many more."""
+def _bounded(nodeids: Sequence[str], total: int | None = None) -> str:
+    """The first ``LEFT_OUT_SHOWN`` of ``nodeids``, comma-separated, and how many more of ``total``
+    (default: ``len(nodeids)``)."""
+    total = len(nodeids) if total is None else total
     shown = ", ".join(nodeids[:LEFT_OUT_SHOWN])
-    return shown + (f", and {len(nodeids) - LEFT_OUT_SHOWN} more" if len(nodeids) > LEFT_OUT_SHOWN else "")
+    return shown + (f", and {total - min(len(nodeids), LEFT_OUT_SHOWN)} more" if total > LEFT_OUT_SHOWN else "")
 
 
 def _cell(text: object) -> str:
@@ -347,6 +357,18 @@ def render_markdown(report: Mapping) -> str:
     # the verdict and why
     section("Why the run could not judge the backend", [f"- {_cell(e)}" for e in verdict.get("errors", ())])
     section("Why the run is incomplete", [f"- {reason}" for reason in verdict["incomplete"]])
+    left_out, limited_to = verdict.get("left_out", {"count": 0, "tests": []}), verdict.get("limited_to", [])
+    section(
+        "Left out by the run's selection",
+        ([f"- limited to: {_cell(', '.join(limited_to))}"] if limited_to else [])
+        + (
+            [
+                f"- {left_out['count']} test(s) deselected (-k, -m, --deselect): {_bounded(left_out['tests'], left_out['count'])}"
+            ]
+            if left_out["count"]
+            else []
+        ),
+    )
     section(
         "MUST clauses that fail (the verdict)",
         [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["must_failures"].items()],

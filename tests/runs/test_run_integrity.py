@@ -130,3 +130,23 @@ def test_a_tampered_golden_is_never_a_pass(tmp_path, tampered_golden, xdist):
     assert "sha256" in problem["message"]
     assert any("not collected: conformance/test_goldens.py" in reason for reason in verdict["incomplete"])
     assert "not collected: conformance/test_goldens.py" in run.markdown
+
+
+def test_a_release_run_names_the_tests_its_selection_left_out(tmp_path):
+    """``--release -k "not <a test>"``: the verdict is incomplete and names the deselected test
+    (a count and a bounded list), and the run's output says so."""
+    left_out = golden_id("test_unpad_generated_00")
+    run = run_batchspec(
+        tmp_path, GOLDENS, "-k", "unpad_generated_0 and not unpad_generated_00", "--backend=reference", "--release"
+    )
+    verdict = run.report["verdict"]
+    assert run.returncode == 1 and verdict["result"] == "incomplete", run.output[-3000:]
+    ran = {t["nodeid"] for row in run.report["clauses"].values() for t in row["tests"]}
+    assert left_out not in ran and len(ran) == 9, sorted(ran)
+    assert verdict["left_out"]["count"] == len(goldens.load_all()) - len(ran)  # every other golden case
+    assert len(verdict["left_out"]["tests"]) <= 200
+    [reason] = [r for r in verdict["incomplete"] if "were left out" in r]
+    assert f"{verdict['left_out']['count']} were left out (-k, -m or --deselect): {GOLDENS}::" in reason
+    assert verdict["limited_to"] == [GOLDENS]
+    assert "test(s) left out by -k, -m or --deselect; limited to conformance/test_goldens.py" in run.output
+    assert "## Left out by the run's selection" in run.markdown or "Left out by the run's selection" in run.markdown

@@ -334,6 +334,9 @@ def _report_from_log(directory: Path, report: dict, *, interrupted: str | None) 
         header={key: report[key] for key in ("suite", "backend", "environment", "run")},
         declared_clauses={c for p in report["backend"]["capabilities"] for c in profiles.get(p, ())},
         interrupted=interrupted,
+        # what the run's selection left out is the run's, not a test's: it is not in the log
+        left_out=report["verdict"]["left_out"]["tests"],
+        limited_to=report["verdict"]["limited_to"],
     )
 
 
