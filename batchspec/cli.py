@@ -61,10 +61,40 @@ def _arguments(argv: list[str], root: Path) -> list[str]:
         else:
             out.append(arg)
     if any(a in ("no:xdist", "-pno:xdist") for a in argv):
+        out, dropped = _without_xdist_options(out)
+        if dropped:
+            print(
+                f"batchspec: -p no:xdist runs the tests in this process; ignoring {' '.join(dropped)}",
+                file=sys.stderr,
+                flush=True,
+            )
         return [*(tests or [str(root / "conformance")]), *out]
     workers = [] if any(a.startswith(("-n", "--numprocesses")) for a in argv) else ["-n", str(default_workers())]
     dist = [] if any(a.startswith(("--dist", "-d")) for a in argv) else ["--dist", "loadgroup"]
     return [*(tests or [str(root / "conformance")]), *workers, *dist, *out]
+
+
+# pytest-xdist's options, which pytest rejects once -p no:xdist took the plugin away
+_XDIST_VALUE_OPTIONS = ("-n", "--numprocesses", "--dist", "--maxprocesses", "--max-worker-restart", "--tx")
+
+
+def _without_xdist_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """``args`` without pytest-xdist's options (``-n 2``, ``-n2``, ``--dist=load``, ...), and
+    those it dropped."""
+    kept, dropped, index = [], [], 0
+    while index < len(args):
+        arg = args[index]
+        name = arg.split("=", 1)[0]
+        if arg in _XDIST_VALUE_OPTIONS and index + 1 < len(args):
+            dropped += args[index : index + 2]
+            index += 2
+            continue
+        if name in _XDIST_VALUE_OPTIONS or (arg.startswith("-n") and arg[2:].isalnum() and not arg.startswith("--")):
+            dropped.append(arg)
+        else:
+            kept.append(arg)
+        index += 1
+    return kept, dropped
 
 
 def default_workers() -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -110,7 +111,12 @@ class Recorder:
 
     @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent under -p no:xdist
     def pytest_testnodedown(self, node, error) -> None:
-        self.left_out.update(getattr(node, "workeroutput", {}).get("batchspec_left_out", ()))
+        """What a pytest-xdist worker found at collection: the tests its selection left out, and a
+        usage error (a test id that does not exist), which is the run's."""
+        output = getattr(node, "workeroutput", {})
+        self.left_out.update(output.get("batchspec_left_out", ()))
+        if output.get("batchspec_usage_error") and self.error is None:
+            self.error = output["batchspec_usage_error"]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
@@ -162,6 +168,8 @@ class Recorder:
             return (yield)
         except pytest.UsageError as error:  # a test id that does not exist, a test citing no clause
             self.error = str(error)
+            if is_worker(self.config):  # its controller collects nothing: it learns of the error here
+                self.config.workeroutput["batchspec_usage_error"] = self.error
             raise
 
     def pytest_internalerror(self, excrepr, excinfo: pytest.ExceptionInfo) -> None:
@@ -201,6 +209,9 @@ class Recorder:
         if self._log is not None:
             self._log.close()
         status = session.exitstatus
+        if status == pytest.ExitCode.NO_TESTS_COLLECTED and self.error is not None:
+            status = pytest.ExitCode.USAGE_ERROR  # a worker's usage error (pytest-xdist): the run's, exit status 4
+            print(f"ERROR: {self.error}", file=sys.stderr, flush=True)
         error = None
         if status == pytest.ExitCode.USAGE_ERROR:
             error = self.error or "a usage error (the run's output says which)"

@@ -150,3 +150,41 @@ def test_a_release_run_names_the_tests_its_selection_left_out(tmp_path):
     assert verdict["limited_to"] == [GOLDENS]
     assert "test(s) left out by -k, -m or --deselect; limited to conformance/test_goldens.py" in run.output
     assert "## Left out by the run's selection" in run.markdown or "Left out by the run's selection" in run.markdown
+
+
+def test_a_test_id_that_does_not_exist_is_a_usage_error_that_names_it(tmp_path):
+    """Under pytest-xdist the controller collects nothing: the worker's "not found" is the run's
+    usage error (exit status 4, README), named in the output and the report, not "no tests"."""
+    missing = f"{GOLDENS}::test_that_does_not_exist"
+    run = run_batchspec(tmp_path, missing, "--backend=reference")
+    verdict = run.report["verdict"]
+    assert run.returncode == 4 and verdict["result"] == "error", run.output[-3000:]
+    assert "test_that_does_not_exist" in verdict["errors"][0] and "not found" in verdict["errors"][0]
+    assert "ERROR: not found:" in run.output
+
+
+@pytest.mark.parametrize("value", ["-5", "0"])
+def test_a_timeout_that_switches_hang_protection_off_is_refused(tmp_path, value):
+    run = run_batchspec(tmp_path, GOLDENS, "-k", "unpad_generated_00", "--backend=reference", f"--timeout={value}")
+    assert run.returncode == 4 and run.report["verdict"]["result"] == "error", run.output[-3000:]
+    assert "a hung test would never fail" in run.report["verdict"]["errors"][0]
+
+
+def test_no_xdist_with_worker_options_runs_in_process_and_says_so(tmp_path):
+    run = run_batchspec(
+        tmp_path, GOLDENS, "-k", "unpad_generated_00", "--backend=reference", "-p", "no:xdist", "-n", "2"
+    )
+    assert run.returncode == 0 and run.report["verdict"]["result"] == "pass", run.output[-3000:]
+    assert "-p no:xdist runs the tests in this process; ignoring -n 2" in run.output
+    assert "gw0" not in run.output  # no worker was started
+
+
+def test_a_backend_printing_megabytes_gets_its_captured_output_cut(tmp_path):
+    """``CHATTY`` prints 3 MB per call and fails: the console shows each test's captured output
+    cut to a bounded size, saying how much was cut."""
+    run = run_batchspec(
+        tmp_path, GOLDENS, "-k", "unpad_generated_00 or unpad_generated_01", "--backend=verdict_backends:CHATTY"
+    )
+    assert run.returncode == 1 and run.report["verdict"]["result"] == "fail"
+    assert len(run.output) < 200_000, len(run.output)
+    assert run.output.count("characters of captured output cut here]") == 2
