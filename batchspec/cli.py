@@ -16,8 +16,10 @@ The run uses ``batchspec/pytest.ini`` as its configuration (never the configurat
 directory it starts in), keeps pytest's cache in ``./.pytest_cache``, and exits with the
 verdict's status (conformance/verdict.py). Tests run in pytest-xdist workers (two where two
 cores exist, else one, unless ``-n`` is given; ``-p no:xdist`` runs them in this process), so a
-backend that crashes fails the test it crashed in, and one that hangs fails it after the
-per-test timeout (``--timeout``, default 900 s); the run then goes on.
+backend that crashes fails the test it crashed in (once: conformance/scheduling.py), and one
+that hangs fails it after the per-test timeout (``--timeout``, default 900 s); the run then goes
+on, within the whole run's bound (``--run-timeout``). With ``-p no:xdist``, pytest-xdist's
+options (``-n``, ``--dist``) are dropped, and the command says so.
 
 ``batchspec check-model`` runs the model-level equivalence check on a model configuration
 instead (``conformance/model/cli.py``; ``batchspec check-model --help``).

@@ -106,6 +106,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "and its @reproduce_failure line at once; shrinking takes up to minutes per failing property)",
     )
     group.addoption(
+        "--run-timeout",
+        type=float,
+        default=RUN_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"the whole run's time bound: past it the run stops as on Ctrl-C, verdict incomplete with the results so "
+        f"far (default {RUN_TIMEOUT_S:.0f}; the per-test bound is pytest-timeout's --timeout)",
+    )
+    group.addoption(
         "--release",
         action="store_true",
         help="a release run: hypothesis derandomized (a fixed seed per test), without its example database (so the "
@@ -195,13 +203,20 @@ def _configure_run(config: pytest.Config) -> None:
     load_run_profile(release=config.getoption("--release"), shrink=config.getoption("--shrink"))
 
 
+# the default bound of a whole run, in seconds: the full suite takes about 10 minutes on 2 cores
+RUN_TIMEOUT_S = 3 * 3600.0
+
+
 def _check_timeout(config: pytest.Config) -> None:
     """pytest-timeout's per-test limit, when it is loaded, is a positive number of seconds: its own
     reading of 0 or less is "no limit", which would switch hang protection off unseen.
 
     Raises:
-        pytest.UsageError: ``--timeout`` (or the ``timeout`` setting) is 0 or negative.
+        pytest.UsageError: ``--timeout`` (or the ``timeout`` setting), or ``--run-timeout``, is 0 or
+            negative.
     """
+    if config.getoption("--run-timeout") <= 0:
+        raise pytest.UsageError(f"--run-timeout={config.getoption('--run-timeout')}: give a positive number of seconds")
     if not config.pluginmanager.hasplugin("timeout"):
         return
     value, source = config.getoption("timeout", None), "--timeout"

@@ -12,6 +12,7 @@ once (SIGINT, then a kill after ``WORKER_GRACE_S``).
 
 from __future__ import annotations
 
+import _thread
 import json
 import signal
 import sys
@@ -71,6 +72,14 @@ class Recorder:
         self._log = (self.directory / RESULTS_LOG).open("w", encoding="utf-8") if self.directory else None
         # SIGTERM (a CI job cancelled, a timeout) takes Ctrl-C's path in the controller: the report
         # is written, verdict incomplete. signal.signal works in the main thread only.
+        # the whole run's bound (--run-timeout): past it the run takes Ctrl-C's path, verdict incomplete
+        self.deadline: str | None = None
+        self._deadline_timer = None
+        seconds = config.getoption("--run-timeout", None)
+        if self.controller and seconds and threading.current_thread() is threading.main_thread():
+            self._deadline_timer = threading.Timer(seconds, self._on_deadline, args=(seconds,))
+            self._deadline_timer.daemon = True
+            self._deadline_timer.start()
         self._sigterm = None
         if self.controller and threading.current_thread() is threading.main_thread():
             previous = signal.signal(signal.SIGTERM, self._on_sigterm)
@@ -80,7 +89,13 @@ class Recorder:
         signal.signal(signal.SIGTERM, self._sigterm)  # a second SIGTERM is not caught
         raise Terminated(signal.Signals(signum).name)
 
+    def _on_deadline(self, seconds: float) -> None:
+        self.deadline = f"the run timeout of {seconds:g} s (--run-timeout) was reached"
+        _thread.interrupt_main()  # a KeyboardInterrupt in the main thread: Ctrl-C's path
+
     def pytest_unconfigure(self) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
         if self._log is not None:
             self._log.close()
         if self._sigterm is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
@@ -178,7 +193,9 @@ class Recorder:
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
         value = excinfo.value
-        if isinstance(value, pytest.exit.Exception):
+        if self.deadline is not None:
+            self.stopped = self.deadline
+        elif isinstance(value, pytest.exit.Exception):
             self.stopped = f"pytest.exit: {value.msg}"
         else:  # SIGTERM, pytest-xdist's stop (-x, a worker's Ctrl-C) and collection errors name themselves
             self.stopped = str(value) or CTRL_C
@@ -233,6 +250,7 @@ class Recorder:
             collection_errors=[{"nodeid": n, "message": m} for n, m in sorted(self.collection_errors.items())],
             left_out=sorted(self.left_out),
             limited_to=self._limited_to(),
+            never_ran=self._never_ran(session) if stopped else [],
         )
         if self.directory is not None:
             write_report(self.directory, self.report)
@@ -251,6 +269,14 @@ class Recorder:
             else a.replace(str(path), path.relative_to(suite.parent).as_posix(), 1)
             for a, path in given
         )
+
+    def _never_ran(self, session: pytest.Session) -> list[str]:
+        """The collected tests without a result: those of pytest-xdist's workers when the run is
+        distributed (its controller collects none), else this session's."""
+        sched = getattr(self.config.pluginmanager.getplugin("dsession"), "sched", None)
+        collections = getattr(sched, "registered_collections", None) or getattr(sched, "node2collection", None) or {}
+        collected = {n for ids in collections.values() for n in ids} or {item.nodeid for item in session.items}
+        return sorted({plain_nodeid(n) for n in collected} - set(self.records))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.report is None:

@@ -140,6 +140,7 @@ def run_report(
     collection_errors: Sequence[Mapping[str, str]] = (),
     left_out: Sequence[str] = (),
     limited_to: Sequence[str] = (),
+    never_ran: Sequence[str] = (),
 ) -> dict:
     """The run's report (``verdict.build_report``) from what ``config`` knows: the backend's
     declared profiles and the expectations when they were loaded, none otherwise."""
@@ -159,6 +160,7 @@ def run_report(
         collection_errors=collection_errors,
         left_out=left_out,
         limited_to=limited_to,
+        never_ran=never_ran,
     )
 
 

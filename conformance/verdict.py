@@ -143,6 +143,7 @@ def build_report(
     collection_errors: Sequence[Mapping[str, str]] = (),
     left_out: Sequence[str] = (),
     limited_to: Sequence[str] = (),
+    never_ran: Sequence[str] = (),
 ) -> dict:
     """The run's report: ``header`` (suite, SPEC, backend, environment, run options), the
     ``verdict``, the per-clause ``clauses`` table, every ``failures`` entry with its reproduce
@@ -159,7 +160,8 @@ def build_report(
     left out (``-k``, ``-m``, ``--deselect``, a subset of paths): a ``--release`` run that left
     any out is ``incomplete`` (exit status 1); any run counts them (``verdict["left_out"]``, listing the first ``LEFT_OUT_LISTED``).
     ``limited_to``: the run's test paths when they are not the whole suite: a ``--release`` run so
-    limited is ``incomplete`` too.
+    limited is ``incomplete`` too. ``never_ran``: the collected tests of a stopped run without a
+    result (``--run-timeout``, Ctrl-C, pytest-xdist's limit of crashed workers), named in its reasons.
     ``header["backend"]`` needs ``name``, ``version``, ``capabilities`` and ``spec_version``
     (``unknown`` ones for a backend that was not loaded).
 
@@ -202,6 +204,9 @@ def build_report(
     failed = bool(must_failures or suite_errors or (strict_expectations and unexpected))
     unchecked = sorted(c for c in set(declared_clauses) if levels.get(c) == "MUST" and c not in clauses)
     incomplete = [f"the run stopped early ({interrupted})"] if interrupted else []
+    never_ran = sorted(never_ran)
+    if never_ran:
+        incomplete.append(f"{len(never_ran)} test(s) never ran or never finished: {_bounded(never_ran)}")
     for problem in collection_errors:
         incomplete.append(f"not collected: {problem['nodeid'] or 'the suite'}: {problem['message']}")
     left_out = sorted(left_out)
@@ -223,7 +228,7 @@ def build_report(
     elif failed:
         result, exit_status = "fail", 1
     elif incomplete:
-        result, exit_status = "incomplete", 2 if interrupted or collection_errors else 1
+        result, exit_status = "incomplete", 2 if interrupted or collection_errors or never_ran else 1
     else:
         result, exit_status = "pass", 0
     verdict = {
@@ -235,6 +240,7 @@ def build_report(
         "collection_errors": [dict(problem) for problem in collection_errors],
         "left_out": {"count": len(left_out), "tests": left_out[:LEFT_OUT_LISTED]},
         "limited_to": sorted(limited_to),
+        "never_ran": {"count": len(never_ran), "tests": never_ran[:LEFT_OUT_LISTED]},
         "suite_version": header["suite"]["version"],
         "spec_version": header["suite"]["spec_version"],
         "golden_index_sha256": header["suite"]["golden_index_sha256"],

@@ -188,3 +188,26 @@ def test_a_backend_printing_megabytes_gets_its_captured_output_cut(tmp_path):
     assert run.returncode == 1 and run.report["verdict"]["result"] == "fail"
     assert len(run.output) < 200_000, len(run.output)
     assert run.output.count("characters of captured output cut here]") == 2
+
+
+def test_the_whole_run_has_a_time_bound_and_names_what_never_ran(tmp_path):
+    """``--run-timeout``: a run whose test hangs past the whole run's bound (the per-test timeout
+    being longer) stops as on Ctrl-C: verdict incomplete, exit status 2, the hung test named as
+    never finished."""
+    hang = "test_unpad_split_id"
+    run = run_batchspec(
+        tmp_path,
+        GOLDENS,
+        "-k",
+        f"{hang} or unpad_generated_00",
+        "--backend=verdict_backends:FRAGILE",
+        "-n",
+        "1",
+        "--run-timeout=6",
+        timeout=120,
+    )
+    verdict = run.report["verdict"]
+    assert run.returncode == 2 and verdict["result"] == "incomplete", run.output[-3000:]
+    assert verdict["incomplete"][0] == "the run stopped early (the run timeout of 6 s (--run-timeout) was reached)"
+    assert verdict["never_ran"] == {"count": 1, "tests": [golden_id(hang)]}
+    assert f"1 test(s) never ran or never finished: {golden_id(hang)}" in verdict["incomplete"]
