@@ -18,7 +18,7 @@ from xdist.scheduler import LoadFileScheduling, LoadGroupScheduling, LoadScopeSc
 __all__ = ["SCHEDULERS", "crash_isolating"]
 
 
-class _CrashIsolating:
+class _CrashIsolating(LoadScopeScheduling):
     """``remove_node`` of a scope scheduler, with the crashed test marked done before the rest of
     its group is queued again."""
 

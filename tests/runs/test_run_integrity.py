@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _suite import ROOT
+from _suite import ROOT, run_conformance
 
 from batchspec.conformance import goldens
 
@@ -52,7 +52,7 @@ def golden_id(case: str) -> str:
     return f"{GOLDENS}::test_golden_case[{case}]"
 
 
-@pytest.mark.parametrize("dist", [[], ["--dist", "loadfile"], ["--dist", "load"]], ids=["default", "loadfile", "load"])
+@pytest.mark.parametrize("dist", [[], ["--dist", "loadfile"]], ids=["default", "loadfile"])
 def test_a_crash_fails_its_own_test_once_under_every_distribution_mode(tmp_path, dist):
     """``FRAGILE`` aborts the process on one golden case's mask: that test (and only it) fails,
     blamed on its cited clauses, and is run once: pytest-xdist's scope schedulers used to queue it
@@ -211,3 +211,23 @@ def test_the_whole_run_has_a_time_bound_and_names_what_never_ran(tmp_path):
     assert verdict["incomplete"][0] == "the run stopped early (the run timeout of 6 s (--run-timeout) was reached)"
     assert verdict["never_ran"] == {"count": 1, "tests": [golden_id(hang)]}
     assert f"1 test(s) never ran or never finished: {golden_id(hang)}" in verdict["incomplete"]
+
+
+def test_a_tampered_golden_is_never_a_pass_from_a_checkout_either(tmp_path, tampered_golden):
+    """``pytest conformance`` (the other entry point), distributed: the same collection error, the
+    same verdict."""
+    run = run_conformance(
+        tmp_path,
+        GOLDENS,
+        "-k",
+        "unpad_generated_00",
+        "--backend=reference",
+        "-p",
+        "tampered_golden",
+        "-n",
+        "1",
+        env=tampered_golden,
+    )
+    verdict = run.report["verdict"]
+    assert run.returncode == 2 and verdict["result"] == "incomplete", run.output[-3000:]
+    assert [p["nodeid"] for p in verdict["collection_errors"]] == [GOLDENS]
