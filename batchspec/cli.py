@@ -16,8 +16,10 @@ The run uses ``batchspec/pytest.ini`` as its configuration (never the configurat
 directory it starts in), keeps pytest's cache in ``./.pytest_cache``, and exits with the
 verdict's status (conformance/verdict.py). Tests run in pytest-xdist workers (two where two
 cores exist, else one, unless ``-n`` is given; ``-p no:xdist`` runs them in this process), so a
-backend that crashes fails the test it crashed in, and one that hangs fails it after the
-per-test timeout (``--timeout``, default 900 s); the run then goes on.
+backend that crashes fails the test it crashed in (once: conformance/scheduling.py), and one
+that hangs fails it after the per-test timeout (``--timeout``, default 900 s); the run then goes
+on, within the whole run's bound (``--run-timeout``). With ``-p no:xdist``, pytest-xdist's
+options (``-n``, ``--dist``) are dropped, and the command says so.
 
 ``batchspec check-model`` runs the model-level equivalence check on a model configuration
 instead (``conformance/model/cli.py``; ``batchspec check-model --help``).
@@ -61,10 +63,40 @@ def _arguments(argv: list[str], root: Path) -> list[str]:
         else:
             out.append(arg)
     if any(a in ("no:xdist", "-pno:xdist") for a in argv):
+        out, dropped = _without_xdist_options(out)
+        if dropped:
+            print(
+                f"batchspec: -p no:xdist runs the tests in this process; ignoring {' '.join(dropped)}",
+                file=sys.stderr,
+                flush=True,
+            )
         return [*(tests or [str(root / "conformance")]), *out]
     workers = [] if any(a.startswith(("-n", "--numprocesses")) for a in argv) else ["-n", str(default_workers())]
     dist = [] if any(a.startswith(("--dist", "-d")) for a in argv) else ["--dist", "loadgroup"]
     return [*(tests or [str(root / "conformance")]), *workers, *dist, *out]
+
+
+# pytest-xdist's options, which pytest rejects once -p no:xdist took the plugin away
+_XDIST_VALUE_OPTIONS = ("-n", "--numprocesses", "--dist", "--maxprocesses", "--max-worker-restart", "--tx")
+
+
+def _without_xdist_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """``args`` without pytest-xdist's options (``-n 2``, ``-n2``, ``--dist=load``, ...), and
+    those it dropped."""
+    kept, dropped, index = [], [], 0
+    while index < len(args):
+        arg = args[index]
+        name = arg.split("=", 1)[0]
+        if arg in _XDIST_VALUE_OPTIONS and index + 1 < len(args):
+            dropped += args[index : index + 2]
+            index += 2
+            continue
+        if name in _XDIST_VALUE_OPTIONS or (arg.startswith("-n") and arg[2:].isalnum() and not arg.startswith("--")):
+            dropped.append(arg)
+        else:
+            kept.append(arg)
+        index += 1
+    return kept, dropped
 
 
 def default_workers() -> int:

@@ -10,5 +10,6 @@ from batchspec.conformance.plugin import (  # noqa: F401
     pytest_runtest_call,
     pytest_runtest_makereport,
     pytest_runtest_setup,
+    pytest_xdist_make_scheduler,
     scratch,
 )

@@ -106,6 +106,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "and its @reproduce_failure line at once; shrinking takes up to minutes per failing property)",
     )
     group.addoption(
+        "--run-timeout",
+        type=float,
+        default=RUN_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"the whole run's time bound: past it the run stops as on Ctrl-C, verdict incomplete with the results so "
+        f"far (default {RUN_TIMEOUT_S:.0f}; the per-test bound is pytest-timeout's --timeout)",
+    )
+    group.addoption(
         "--release",
         action="store_true",
         help="a release run: hypothesis derandomized (a fixed seed per test), without its example database (so the "
@@ -186,12 +194,41 @@ def _configure_run(config: pytest.Config) -> None:
     except BackendError as error:
         raise pytest.UsageError(str(error)) from None
     config._batchspec_launchers = parse_launchers(config.getoption("--launcher"))
+    _check_timeout(config)
     path = config.getoption("--expectations")
     try:
         config._batchspec_expectations = load_expectations(path, spec_clauses()) if path else []
     except ExpectationsError as error:
         raise pytest.UsageError(str(error)) from None
     load_run_profile(release=config.getoption("--release"), shrink=config.getoption("--shrink"))
+
+
+# the default bound of a whole run, in seconds: the full suite takes about 10 minutes on 2 cores
+RUN_TIMEOUT_S = 3 * 3600.0
+
+
+def _check_timeout(config: pytest.Config) -> None:
+    """pytest-timeout's per-test limit, when it is loaded, is a positive number of seconds: its own
+    reading of 0 or less is "no limit", which would switch hang protection off unseen.
+
+    Raises:
+        pytest.UsageError: ``--timeout`` (or the ``timeout`` setting), or ``--run-timeout``, is 0 or
+            negative.
+    """
+    if config.getoption("--run-timeout") <= 0:
+        raise pytest.UsageError(f"--run-timeout={config.getoption('--run-timeout')}: give a positive number of seconds")
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    value, source = config.getoption("timeout", None), "--timeout"
+    if value is None:
+        value, source = config.getini("timeout"), "the timeout setting"
+    if value in (None, ""):
+        return
+    if float(value) <= 0:
+        raise pytest.UsageError(
+            f"{source}={value}: a hung test would never fail (pytest-timeout reads 0 or less as no limit); "
+            "give a positive number of seconds (the batchspec command's default is 900)"
+        )
 
 
 def _backend_list(extra: str | None = None) -> str:
@@ -283,6 +320,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 )
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """A crashed or killed worker's test fails once, under every distribution mode
+    (conformance/scheduling.py)."""
+    from batchspec.conformance.scheduling import crash_isolating
+
+    return crash_isolating(config, log)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """torch's process-wide settings are put back after the test, and a change the backend made
@@ -292,11 +338,26 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
 
 
+# each captured stream of a test (stdout, stderr, log) is cut to this many characters, in the
+# console, the JUnit XML and the report: a backend that prints megabytes must not flood CI's log
+CAPTURED_OUTPUT_CAP = 20_000
+
+
+def _capped(title: str, text: str) -> str:
+    """``text`` of a report section; a captured stream longer than ``CAPTURED_OUTPUT_CAP`` keeps its
+    first and last halves of the cap, with a line saying how many characters were cut."""
+    if not title.startswith("Captured ") or len(text) <= CAPTURED_OUTPUT_CAP:
+        return text
+    half = CAPTURED_OUTPUT_CAP // 2
+    return f"{text[:half]}\n[batchspec: {len(text) - 2 * half} characters of captured output cut here]\n{text[-half:]}"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     # before the report is written: the note that a backend function raised on a valid input
     note_raised_on_valid_input(call.excinfo.value if call.excinfo else None)
     report = yield
+    report.sections = [(title, _capped(title, text)) for title, text in report.sections]
     if report.failed:
         report.sections.append(
             (

@@ -12,8 +12,10 @@ once (SIGINT, then a kill after ``WORKER_GRACE_S``).
 
 from __future__ import annotations
 
+import _thread
 import json
 import signal
+import sys
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -35,6 +37,13 @@ WORKER_GRACE_S = 1.0
 CTRL_C = "KeyboardInterrupt: Ctrl-C or SIGINT"
 
 
+def _collection_message(report: pytest.CollectReport) -> str:
+    """The gist of a collection error: its last ``E`` line (the exception), at most 500 characters."""
+    text = str(report.longrepr)
+    errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    return (errors[-1] if errors else text.strip().splitlines()[-1] if text.strip() else "collection failed")[:500]
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the controller's main thread: the run stops as on Ctrl-C, and its
     report says ``incomplete``."""
@@ -51,6 +60,8 @@ class Recorder:
         self.config = config
         self.records: dict[str, dict] = {}
         self.cited: dict[str, list[str]] = {}
+        self.collection_errors: dict[str, str] = {}  # nodeid -> what could not be collected
+        self.left_out: set[str] = set()  # deselected test ids (-k, -m, --deselect), from every process
         self.report: dict | None = None
         self.stopped: str | None = None  # why the run stopped early (Ctrl-C, SIGTERM, pytest-xdist's -x)
         self.error: str | None = None  # a usage or internal error after configuration
@@ -61,6 +72,14 @@ class Recorder:
         self._log = (self.directory / RESULTS_LOG).open("w", encoding="utf-8") if self.directory else None
         # SIGTERM (a CI job cancelled, a timeout) takes Ctrl-C's path in the controller: the report
         # is written, verdict incomplete. signal.signal works in the main thread only.
+        # the whole run's bound (--run-timeout): past it the run takes Ctrl-C's path, verdict incomplete
+        self.deadline: str | None = None
+        self._deadline_timer = None
+        seconds = config.getoption("--run-timeout", None)
+        if self.controller and seconds and threading.current_thread() is threading.main_thread():
+            self._deadline_timer = threading.Timer(seconds, self._on_deadline, args=(seconds,))
+            self._deadline_timer.daemon = True
+            self._deadline_timer.start()
         self._sigterm = None
         if self.controller and threading.current_thread() is threading.main_thread():
             previous = signal.signal(signal.SIGTERM, self._on_sigterm)
@@ -70,7 +89,13 @@ class Recorder:
         signal.signal(signal.SIGTERM, self._sigterm)  # a second SIGTERM is not caught
         raise Terminated(signal.Signals(signum).name)
 
+    def _on_deadline(self, seconds: float) -> None:
+        self.deadline = f"the run timeout of {seconds:g} s (--run-timeout) was reached"
+        _thread.interrupt_main()  # a KeyboardInterrupt in the main thread: Ctrl-C's path
+
     def pytest_unconfigure(self) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
         if self._log is not None:
             self._log.close()
         if self._sigterm is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
@@ -79,13 +104,34 @@ class Recorder:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A module skipped as a whole (the model checks without transformers) is recorded as one
         skipped entry, with its reason and fix, so the report says what did not run."""
-        if not report.skipped or is_worker(self.config):
+        if is_worker(self.config):
+            return
+        if report.failed:  # a tampered golden, a module that fails to import: never dropped (xdist)
+            self.collection_errors[plain_nodeid(report.nodeid)] = _collection_message(report)
+            return
+        if not report.skipped:
             return
         message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason, fix = skip_reason(message.removeprefix("Skipped: "))
         nodeid = plain_nodeid(report.nodeid)
         record = {"nodeid": nodeid, "cited": [], "outcome": "skipped", "blamed": [], "expectation": None}
         self._keep({**record, "reason": reason, "fix": fix, "reproduce": ""})
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Tests the run's selection left out; a pytest-xdist worker hands them to its controller
+        (``pytest_testnodedown``)."""
+        self.left_out.update(plain_nodeid(item.nodeid) for item in items)
+        if is_worker(self.config):
+            self.config.workeroutput["batchspec_left_out"] = sorted(self.left_out)
+
+    @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent under -p no:xdist
+    def pytest_testnodedown(self, node, error) -> None:
+        """What a pytest-xdist worker found at collection: the tests its selection left out, and a
+        usage error (a test id that does not exist), which is the run's."""
+        output = getattr(node, "workeroutput", {})
+        self.left_out.update(output.get("batchspec_left_out", ()))
+        if output.get("batchspec_usage_error") and self.error is None:
+            self.error = output["batchspec_usage_error"]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
@@ -137,6 +183,8 @@ class Recorder:
             return (yield)
         except pytest.UsageError as error:  # a test id that does not exist, a test citing no clause
             self.error = str(error)
+            if is_worker(self.config):  # its controller collects nothing: it learns of the error here
+                self.config.workeroutput["batchspec_usage_error"] = self.error
             raise
 
     def pytest_internalerror(self, excrepr, excinfo: pytest.ExceptionInfo) -> None:
@@ -145,7 +193,9 @@ class Recorder:
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
         value = excinfo.value
-        if isinstance(value, pytest.exit.Exception):
+        if self.deadline is not None:
+            self.stopped = self.deadline
+        elif isinstance(value, pytest.exit.Exception):
             self.stopped = f"pytest.exit: {value.msg}"
         else:  # SIGTERM, pytest-xdist's stop (-x, a worker's Ctrl-C) and collection errors name themselves
             self.stopped = str(value) or CTRL_C
@@ -176,6 +226,9 @@ class Recorder:
         if self._log is not None:
             self._log.close()
         status = session.exitstatus
+        if status == pytest.ExitCode.NO_TESTS_COLLECTED and self.error is not None:
+            status = pytest.ExitCode.USAGE_ERROR  # a worker's usage error (pytest-xdist): the run's, exit status 4
+            print(f"ERROR: {self.error}", file=sys.stderr, flush=True)
         error = None
         if status == pytest.ExitCode.USAGE_ERROR:
             error = self.error or "a usage error (the run's output says which)"
@@ -194,10 +247,36 @@ class Recorder:
             interrupted=str(stopped) if stopped else None,
             error=error,
             error_status=status,
+            collection_errors=[{"nodeid": n, "message": m} for n, m in sorted(self.collection_errors.items())],
+            left_out=sorted(self.left_out),
+            limited_to=self._limited_to(),
+            never_ran=self._never_ran(session) if stopped else [],
         )
         if self.directory is not None:
             write_report(self.directory, self.report)
         session.exitstatus = self.report["verdict"]["exit_status"]
+
+    def _limited_to(self) -> list[str]:
+        """The run's test paths and ids (relative to the suite's root) when they are not the whole
+        suite (``conformance/``), else none."""
+        suite = Path(__file__).resolve().parent
+        given = [(a, Path(a.split("::", 1)[0]).resolve()) for a in self.config.args]
+        if not given or all(path == suite for _, path in given):
+            return []
+        return sorted(
+            a
+            if not path.is_relative_to(suite.parent)
+            else a.replace(str(path), path.relative_to(suite.parent).as_posix(), 1)
+            for a, path in given
+        )
+
+    def _never_ran(self, session: pytest.Session) -> list[str]:
+        """The collected tests without a result: those of pytest-xdist's workers when the run is
+        distributed (its controller collects none), else this session's."""
+        sched = getattr(self.config.pluginmanager.getplugin("dsession"), "sched", None)
+        collections = getattr(sched, "registered_collections", None) or getattr(sched, "node2collection", None) or {}
+        collected = {n for ids in collections.values() for n in ids} or {item.nodeid for item in session.items}
+        return sorted({plain_nodeid(n) for n in collected} - set(self.records))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.report is None:
@@ -228,6 +307,12 @@ class Recorder:
             (f"{len(verdict['stale_expectations'])} stale expectation(s)", verdict["stale_expectations"]),
         ]
         shown = "; ".join(text for text, items in notes if items)
+        left_out = verdict["left_out"]["count"]
+        if left_out or verdict["limited_to"]:
+            terminalreporter.write_line(
+                f"selection: {left_out} test(s) left out by -k, -m or --deselect"
+                + (f"; limited to {', '.join(verdict['limited_to'])}" if verdict["limited_to"] else "")
+            )
         for group in verdict.get("skips", ()):
             fix = f"; fix: {group['fix']}" if group.get("fix") else ""
             terminalreporter.write_line(f"{group['count']} {group['outcome']}: {group['reason']}{fix}")

@@ -9,6 +9,7 @@ import hashlib
 import os
 import platform
 import shlex
+from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as distribution_version
 from pathlib import Path
@@ -136,6 +137,10 @@ def run_report(
     interrupted: str | None = None,
     error: str | None = None,
     error_status: int = pytest.ExitCode.USAGE_ERROR,
+    collection_errors: Sequence[Mapping[str, str]] = (),
+    left_out: Sequence[str] = (),
+    limited_to: Sequence[str] = (),
+    never_ran: Sequence[str] = (),
 ) -> dict:
     """The run's report (``verdict.build_report``) from what ``config`` knows: the backend's
     declared profiles and the expectations when they were loaded, none otherwise."""
@@ -152,6 +157,10 @@ def run_report(
         release=config.getoption("--release"),
         error=error,
         error_status=error_status,
+        collection_errors=collection_errors,
+        left_out=left_out,
+        limited_to=limited_to,
+        never_ran=never_ran,
     )
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypedDict
 
 import pytest
@@ -62,6 +62,10 @@ STATUSES = ("FAIL", "expected failure", "unexpected pass", "pass", "partial", "i
 RESULTS = ("error", "fail", "incomplete", "pass")  # the verdict's ``result``
 # report.md shows this many failures in full (the real failures first); report.json has them all
 MARKDOWN_FAILURES = 20
+# the verdict's reasons name this many left-out tests (``verdict["left_out"]`` has them all)
+LEFT_OUT_SHOWN = 10
+# report.json's ``verdict["left_out"]["tests"]`` lists this many (its ``count`` says how many in all)
+LEFT_OUT_LISTED = 200
 
 
 class _ClauseRow(TypedDict):
@@ -136,6 +140,10 @@ def build_report(
     release: bool = False,
     error: str | None = None,
     error_status: int = pytest.ExitCode.USAGE_ERROR,
+    collection_errors: Sequence[Mapping[str, str]] = (),
+    left_out: Sequence[str] = (),
+    limited_to: Sequence[str] = (),
+    never_ran: Sequence[str] = (),
 ) -> dict:
     """The run's report: ``header`` (suite, SPEC, backend, environment, run options), the
     ``verdict``, the per-clause ``clauses`` table, every ``failures`` entry with its reproduce
@@ -146,8 +154,16 @@ def build_report(
     run, which must check every MUST clause of the declared profiles; ``error``: why the run
     could not judge the backend (a refused backend, a usage error, no test selected), else None:
     the verdict is then ``error`` with exit status ``error_status`` (pytest's), whatever the
-    records say. ``header["backend"]`` needs ``name``, ``version``, ``capabilities`` and
-    ``spec_version`` (``unknown`` ones for a backend that was not loaded).
+    records say. ``collection_errors``: ``{"nodeid", "message"}`` of each part of the suite that
+    could not be collected (a tampered golden, a module that fails to import): the run is
+    ``incomplete`` (exit status 2) unless it failed. ``left_out``: the test ids the run's selection
+    left out (``-k``, ``-m``, ``--deselect``, a subset of paths): a ``--release`` run that left
+    any out is ``incomplete`` (exit status 1); any run counts them (``verdict["left_out"]``, listing the first ``LEFT_OUT_LISTED``).
+    ``limited_to``: the run's test paths when they are not the whole suite: a ``--release`` run so
+    limited is ``incomplete`` too. ``never_ran``: the collected tests of a stopped run without a
+    result (``--run-timeout``, Ctrl-C, pytest-xdist's limit of crashed workers), named in its reasons.
+    ``header["backend"]`` needs ``name``, ``version``, ``capabilities`` and ``spec_version``
+    (``unknown`` ones for a backend that was not loaded).
 
     Raises:
         KeyError: a record, or ``header``, without a field named above."""
@@ -188,6 +204,21 @@ def build_report(
     failed = bool(must_failures or suite_errors or (strict_expectations and unexpected))
     unchecked = sorted(c for c in set(declared_clauses) if levels.get(c) == "MUST" and c not in clauses)
     incomplete = [f"the run stopped early ({interrupted})"] if interrupted else []
+    never_ran = sorted(never_ran)
+    if never_ran:
+        incomplete.append(f"{len(never_ran)} test(s) never ran or never finished: {_bounded(never_ran)}")
+    for problem in collection_errors:
+        incomplete.append(f"not collected: {problem['nodeid'] or 'the suite'}: {problem['message']}")
+    left_out = sorted(left_out)
+    if release and left_out:
+        incomplete.append(
+            f"a release run must run every test of the declared profiles; {len(left_out)} were left out "
+            f"(-k, -m or --deselect): {_bounded(left_out)}"
+        )
+    if release and limited_to:
+        incomplete.append(
+            f"a release run must run the whole suite; this one was limited to {_bounded(sorted(limited_to))}"
+        )
     if release and unchecked:
         incomplete.append(
             f"a release run must check every MUST clause of the declared profiles; {len(unchecked)} were not"
@@ -197,7 +228,7 @@ def build_report(
     elif failed:
         result, exit_status = "fail", 1
     elif incomplete:
-        result, exit_status = "incomplete", 2 if interrupted else 1
+        result, exit_status = "incomplete", 2 if interrupted or collection_errors or never_ran else 1
     else:
         result, exit_status = "pass", 0
     verdict = {
@@ -206,6 +237,10 @@ def build_report(
         "errors": [error] if error is not None else [],
         "incomplete": incomplete,
         "unchecked_must_clauses": unchecked,
+        "collection_errors": [dict(problem) for problem in collection_errors],
+        "left_out": {"count": len(left_out), "tests": left_out[:LEFT_OUT_LISTED]},
+        "limited_to": sorted(limited_to),
+        "never_ran": {"count": len(never_ran), "tests": never_ran[:LEFT_OUT_LISTED]},
         "suite_version": header["suite"]["version"],
         "spec_version": header["suite"]["spec_version"],
         "golden_index_sha256": header["suite"]["golden_index_sha256"],
@@ -244,6 +279,14 @@ def build_report(
         "untested_must_clauses": must,
         "untested_should_clauses": should,
     }
+
+
+def _bounded(nodeids: Sequence[str], total: int | None = None) -> str:
+    """The first ``LEFT_OUT_SHOWN`` of ``nodeids``, comma-separated, and how many more of ``total``
+    (default: ``len(nodeids)``)."""
+    total = len(nodeids) if total is None else total
+    shown = ", ".join(nodeids[:LEFT_OUT_SHOWN])
+    return shown + (f", and {total - min(len(nodeids), LEFT_OUT_SHOWN)} more" if total > LEFT_OUT_SHOWN else "")
 
 
 def _cell(text: object) -> str:
@@ -320,6 +363,18 @@ def render_markdown(report: Mapping) -> str:
     # the verdict and why
     section("Why the run could not judge the backend", [f"- {_cell(e)}" for e in verdict.get("errors", ())])
     section("Why the run is incomplete", [f"- {reason}" for reason in verdict["incomplete"]])
+    left_out, limited_to = verdict.get("left_out", {"count": 0, "tests": []}), verdict.get("limited_to", [])
+    section(
+        "Left out by the run's selection",
+        ([f"- limited to: {_cell(', '.join(limited_to))}"] if limited_to else [])
+        + (
+            [
+                f"- {left_out['count']} test(s) deselected (-k, -m, --deselect): {_bounded(left_out['tests'], left_out['count'])}"
+            ]
+            if left_out["count"]
+            else []
+        ),
+    )
     section(
         "MUST clauses that fail (the verdict)",
         [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["must_failures"].items()],

@@ -60,3 +60,12 @@ PLANTED = reference_with("planted-1", get_unpad_data=_max_seqlen_one_too_large)
 SHOULD_ONLY = reference_with("should-only-1", convert_text_batch=_revalidating_convert)
 FRAGILE = reference_with("fragile-1", get_unpad_data=_fragile_unpad)
 INTERRUPTING = reference_with("interrupting-1", get_unpad_data=_interrupting_unpad)
+
+
+def _chatty_unpad(attention_mask):
+    print("x" * 3_000_000)  # three megabytes of stdout on every call, and a wrong answer
+    return _max_seqlen_one_too_large(attention_mask)
+
+
+# ``CHATTY``: ``get_unpad_data`` prints megabytes (its captured output is cut in the console and report)
+CHATTY = reference_with("chatty-1", get_unpad_data=_chatty_unpad)

@@ -334,6 +334,10 @@ def _report_from_log(directory: Path, report: dict, *, interrupted: str | None) 
         header={key: report[key] for key in ("suite", "backend", "environment", "run")},
         declared_clauses={c for p in report["backend"]["capabilities"] for c in profiles.get(p, ())},
         interrupted=interrupted,
+        # what the run's selection left out is the run's, not a test's: it is not in the log
+        left_out=report["verdict"]["left_out"]["tests"],
+        limited_to=report["verdict"]["limited_to"],
+        never_ran=report["verdict"]["never_ran"]["tests"],
     )
 
 
@@ -391,7 +395,10 @@ def test_an_interrupted_distributed_run_stops_at_once_with_a_report_of_the_resul
     assert not [pid for pid in workers if _alive(Path(f"/proc/{pid}/stat"))], "a worker outlived the run"
     verdict = done.report["verdict"]
     assert done.returncode == 2 and verdict["result"] == "incomplete", done.output[-3000:]
-    assert verdict["incomplete"] == [f"the run stopped early ({reason})"]
+    assert verdict["incomplete"][0] == f"the run stopped early ({reason})"
+    # the tests that had not run are named (the long property tests were still queued)
+    assert verdict["never_ran"]["count"] > 0 and len(verdict["incomplete"]) == 2
+    assert verdict["incomplete"][1].startswith(f"{verdict['never_ran']['count']} test(s) never ran or never finished: ")
     tested = {t["nodeid"] for row in done.report["clauses"].values() for t in row["tests"]}
     assert logged <= tested == set(_results_log(directory)), "a result logged before the signal is missing"
     assert dumps(_report_from_log(directory, done.report, interrupted=reason)) == (directory / REPORT_JSON).read_text()
