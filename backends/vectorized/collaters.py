@@ -31,9 +31,13 @@ import torch
 
 from batchspec.reference import collaters as _reference
 
-# The pad-value rule [dcoll-pad-values], the tensor and scalar fields [dcoll-fields] and the THD
-# key order [thdcoll-prepacked] are the reference's.
-from batchspec.reference.collaters import PAD_TOKEN_IDS_KEY, _pad_value, _stacked_field, _thd_batch, _with_batch_axis
+from batchspec.backends.vectorized.rules import (
+    PAD_TOKEN_IDS_KEY,
+    batched_field,
+    collater_pad_value,
+    thd_batch,
+    with_batch_axis,
+)
 from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN, THD_LENGTH_PAD
 
 __all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
@@ -103,7 +107,7 @@ def _stack_rows(rows: list[Any]) -> torch.Tensor:
     reference's ``torch.stack`` (dtype and device kept), plain int lists with one ``np.array``
     (int64); ``_Delegate`` otherwise (empty, ragged or non-int rows, mixed kinds)."""
     if all(isinstance(row, torch.Tensor) for row in rows):
-        return _with_batch_axis(torch.stack([torch.as_tensor(row) for row in rows]))
+        return with_batch_axis(torch.stack([torch.as_tensor(row) for row in rows]))
     if any(type(row) is not list for row in rows) or not rows[0]:
         raise _Delegate
     array = np.array(rows)  # ragged rows raise ValueError -> the reference raises RuntimeError
@@ -124,9 +128,9 @@ def _default_collater_fast(batch: Sequence[Mapping[str, Any]], pad_seq_len_divis
         if key == PAD_TOKEN_IDS_KEY:
             continue
         values = [item[key] for item in batch]
-        field = _stacked_field(values)  # tensors and scalars: the reference's (already whole-batch)
+        field = batched_field(values)  # tensors and scalars: the reference's (already whole-batch)
         if field is None:
-            padded[key] = _pad_int_lists(values, _pad_value(key, overrides), pad_seq_len_divisible)
+            padded[key] = _pad_int_lists(values, collater_pad_value(key, overrides), pad_seq_len_divisible)
             field = torch.from_numpy(padded[key])
         result[key] = field
 
@@ -138,7 +142,7 @@ def _default_collater_fast(batch: Sequence[Mapping[str, Any]], pad_seq_len_divis
         else:
             result["padding_mask"] = ~result["attention_mask"].bool()
     elif "input_ids" in result:
-        input_ids_pad = _pad_value("input_ids", overrides) or 0
+        input_ids_pad = collater_pad_value("input_ids", overrides) or 0
         if "input_ids" in padded:  # the list path took a plain int pad (None here reads as 0)
             result["padding_mask"] = torch.from_numpy(padded["input_ids"] == input_ids_pad)
         else:
@@ -210,7 +214,7 @@ def _packed_sequence_thd_collater_fast(batch: Sequence[Mapping[str, Any]]) -> di
         label_rows = [item["labels"] for item in batch]
         lengths = [len(row) for row in ids_rows]
         width = max(lengths)
-        input_ids_pad = _pad_value("input_ids", overrides) or 0
+        input_ids_pad = collater_pad_value("input_ids", overrides) or 0
         if width == 0 or not _is_int64_pad(input_ids_pad):
             raise _Delegate  # all-empty items (float32 upstream) or an odd pad value
         if any(len(row) != length for row, length in zip(label_rows, lengths)):
@@ -223,7 +227,7 @@ def _packed_sequence_thd_collater_fast(batch: Sequence[Mapping[str, Any]]) -> di
         seq_lens = torch.tensor(real_tokens, dtype=torch.int64).unsqueeze(1)
         seq_lens_padded = torch.full((len(batch), 1), width, dtype=torch.int64)
 
-    return _thd_batch(input_ids, labels, position_ids, seq_lens, seq_lens_padded)
+    return thd_batch(input_ids, labels, position_ids, seq_lens, seq_lens_padded)
 
 
 def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
