@@ -30,9 +30,8 @@ import torch
 from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
 from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
 from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
-from batchspec.reference.contract import INT64_MAX, PackedSequenceContract, contract_requests_metadata
-
 from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records, token_field_name
+from batchspec.reference.contract import INT64_MAX, PackedSequenceContract, contract_requests_metadata
 
 __all__ = ["convert_text_batch"]
 

@@ -174,7 +174,9 @@ def position_axes(position_ids: Any, document_ids: torch.Tensor) -> torch.Tensor
         ValueError: any other shape.
     """
     if not isinstance(position_ids, torch.Tensor) or position_ids.dtype != torch.int64:
-        raise TypeError(f"enable_xdoc_attention: position_ids must be an int64 tensor, got {_dtype_or_type(position_ids)}")
+        raise TypeError(
+            f"enable_xdoc_attention: position_ids must be an int64 tensor, got {_dtype_or_type(position_ids)}"
+        )
     shape = tuple(document_ids.shape)
     if position_ids.ndim == 2 and tuple(position_ids.shape) == shape:
         return position_ids.unsqueeze(0)
