@@ -139,7 +139,10 @@ def _collate_fast(
     if packed:
         # [collate-packed] One THD row; positions restart at every datum.
         if min(lengths) == 0:
-            raise Delegate("empty-datum-packed")  # "cannot pack an empty sequence": the reference raises it in order
+            # [collate-errors] 2: every earlier check of the features (targets, weights) has passed
+            raise ValueError(
+                f"collate_datums: datum {lengths.index(0)} is empty; packed mode cannot pack an empty sequence"
+            )
         total = int(lengths_np.sum())
         starts = np.cumsum(lengths_np) - lengths_np
         batch["input_ids"] = input_ids.unsqueeze(0)
