@@ -3,6 +3,7 @@ produced, and the session's long runs: started in the background at collection, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ class SuiteRun:
     output: str
     testcases: list[ET.Element]
     report: dict  # the run's report.json (--conformance-report), {} when none was written
+    folder: Path | None = None  # a background run's folder (files its processes wrote there)
 
 
 def _command(tmp_dir: Path, args: tuple[str, ...]) -> tuple[list[str], Path, Path]:
@@ -128,7 +130,7 @@ class BackgroundRun(BackgroundCommand):
             subprocess.TimeoutExpired: the run is still going after ``timeout`` seconds.
         """
         done = self.finished(timeout)
-        return _result(done.returncode, done.output, self._junit, self._report)
+        return dataclasses.replace(_result(done.returncode, done.output, self._junit, self._report), folder=self.folder)
 
 
 # ----------------------------------------------------------------- long runs of a session ----

@@ -11,6 +11,7 @@ fixture waits for its run only when a test reads it.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -39,8 +40,19 @@ RUNS = {
 }
 
 
+# fixture name -> environment variables of the run, each set to a file of the run's folder: the
+# vectorized run counts which code path each call took (backends/vectorized/paths.py), read by
+# tests/runs/test_vectorized_paths.py
+RUN_FILES = {"vectorized_run": {"BATCHSPEC_VECTORIZED_PATHS": "paths.jsonl"}}
+
+
+def _start(name: str, folder: Path) -> BackgroundRun:
+    files = {key: str(folder / file) for key, file in RUN_FILES.get(name, {}).items()}
+    return BackgroundRun(folder, *RUNS[name], env={**os.environ, **files} if files else None)
+
+
 def _suite_run(name: str):
-    return long_run(name, lambda folder: BackgroundRun(folder, *RUNS[name]))
+    return long_run(name, lambda folder: _start(name, folder))
 
 
 # the whole conformance suite against the reference backend

@@ -3,9 +3,14 @@
 Written as an outside backend author would write one, from SPEC.md: it depends on torch,
 numpy and zephon, not on the conformance suite. Every tensor function works on the whole
 batch at once (no Python loop over tokens, documents or rows in the tensor work), so the same
-code runs on CUDA; each module's docstring gives its cost model. What has no tensor work is
-taken from the reference unchanged: the contract types and their validation, ``Datum`` (the
-class; ``collate_datums`` is this backend's), and ``ZephonDataLoader``, whose cost is Zephon's.
+code runs on CUDA; each module's docstring gives its cost model. The rules without tensor work
+(option checks, records, token field, output device, pad values) are this backend's own too, in
+the public ``rules`` module that other backends may reuse; no private name of the reference is
+used. Taken from the reference, by public name: the contract types, constants and their
+validation, ``Datum`` (the class; ``collate_datums`` is this backend's) and ``ZephonDataLoader``
+(whose cost is Zephon's). ``default_collater``, ``packed_sequence_thd_collater`` and
+``collate_datums`` delegate a few unusual inputs to the reference, each by name
+(``backends/vectorized/README.md`` lists them with the reason; ``paths`` counts them).
 
 Use: ``pytest conformance --backend=vectorized [--device=cuda]``.
 """

@@ -13,8 +13,7 @@ from typing import Any
 
 import torch
 
-# The field checks have no tensor work: the reference's.
-from batchspec.reference.attention import _position_axes, _xdoc_ids
+from batchspec.backends.vectorized.rules import position_axes, xdoc_fields
 
 __all__ = ["adapt_model_inputs", "enable_xdoc_attention", "xdoc_positions"]
 
@@ -102,8 +101,8 @@ def enable_xdoc_attention(batch: dict, packing_contract: Any) -> dict:
     for the negative-position flag and, with an int ``max_sequence_length``, the largest
     translated position.
     """
-    document_ids, attention_document_ids = _xdoc_ids(batch)
-    positions = _position_axes(batch["position_ids"], document_ids)
+    document_ids, attention_document_ids = xdoc_fields(batch)
+    positions = position_axes(batch["position_ids"], document_ids)
 
     translated = document_ids > 0
     bound = _max_sequence_length(packing_contract)

@@ -29,18 +29,18 @@ from typing import Any
 import numpy as np
 import torch
 
+from batchspec.backends.vectorized.paths import Delegate, record
+from batchspec.backends.vectorized.rules import (
+    PAD_TOKEN_IDS_KEY,
+    batched_field,
+    collater_pad_value,
+    thd_batch,
+    with_batch_axis,
+)
 from batchspec.reference import collaters as _reference
-
-# The pad-value rule [dcoll-pad-values], the tensor and scalar fields [dcoll-fields] and the THD
-# key order [thdcoll-prepacked] are the reference's.
-from batchspec.reference.collaters import PAD_TOKEN_IDS_KEY, _pad_value, _stacked_field, _thd_batch, _with_batch_axis
 from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN, THD_LENGTH_PAD
 
 __all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
-
-
-class _Delegate(Exception):
-    """Raised by a fast path for an input it does not handle; the caller re-runs the reference."""
 
 
 def _is_int64_pad(pad: Any) -> bool:
@@ -49,21 +49,21 @@ def _is_int64_pad(pad: Any) -> bool:
 
 
 def _int_row(row: Any) -> np.ndarray:
-    """A non-empty 1-D numpy integer array of one row; ``_Delegate`` unless ``row`` is a
+    """A non-empty 1-D numpy integer array of one row; ``Delegate`` unless ``row`` is a
     non-empty plain list of integers (what ``torch.tensor(..., dtype=torch.int64)`` reads
     without casting)."""
     if type(row) is torch.Tensor:
         # A 1-D CPU int64 tensor (THD synthesis only): read in place, copied by the concatenation.
         if row.dtype != torch.int64 or row.ndim != 1 or row.device.type != "cpu" or row.shape[0] == 0:
-            raise _Delegate
+            raise Delegate("tensor-row-not-cpu-int64")
         return row.numpy()
     if type(row) is not list or not row:
-        raise _Delegate
+        raise Delegate("empty-or-non-list-row")
     array = np.array(row)
     # int64 is what numpy infers for Python ints; anything else (floats, bools, big ints, numpy
     # scalars of another width, strings, nested lists) goes to the reference.
     if array.dtype != np.int64 or array.ndim != 1:
-        raise _Delegate
+        raise Delegate("non-int64-values")
     return array
 
 
@@ -81,34 +81,37 @@ def _scatter_rows(rows: list[Any], lengths: list[int], width: int, pad: int) -> 
 def _pad_int_lists(rows: list[Any], pad: Any, pad_seq_len_divisible: Any = None) -> np.ndarray:
     """The values of the reference's ``torch.tensor(_right_pad(rows, pad, divisible),
     dtype=torch.int64)`` as an int64 numpy array, for plain lists of ints [dcoll-fields,
-    dcoll-pad-values, thdcoll-prepacked]; ``_Delegate`` for anything else (non-list rows, an
+    dcoll-pad-values, thdcoll-prepacked]; ``Delegate`` for anything else (non-list rows, an
     item-0 pad from an empty row, a non-int pad, a divisor that does not give an int width)."""
     if any(type(row) is not list for row in rows):
-        raise _Delegate
+        raise Delegate("non-list-row")
     lengths = [len(row) for row in rows]
     width = max(lengths)
     if pad_seq_len_divisible:
         width = math.ceil(width / pad_seq_len_divisible) * pad_seq_len_divisible
         if type(width) is not int or width < max(lengths):
-            raise _Delegate
+            raise Delegate("odd-divisor")
     if pad is None:
         pad = rows[0][-1]  # upstream quirk: item 0's last element (IndexError -> the reference raises it)
     if not _is_int64_pad(pad):
-        raise _Delegate
+        raise Delegate("non-int64-pad")
     return _scatter_rows(rows, lengths, width, pad)
 
 
-def _stack_rows(rows: list[Any]) -> torch.Tensor:
+def _stack_rows(rows: list[Any], field: str) -> torch.Tensor:
     """Equal-length token rows stacked to ``[B, L]`` [thdcoll-prepacked]: tensors with the
     reference's ``torch.stack`` (dtype and device kept), plain int lists with one ``np.array``
-    (int64); ``_Delegate`` otherwise (empty, ragged or non-int rows, mixed kinds)."""
+    (int64); ``Delegate`` otherwise (empty, ragged or non-int rows, mixed kinds)."""
     if all(isinstance(row, torch.Tensor) for row in rows):
-        return _with_batch_axis(torch.stack([torch.as_tensor(row) for row in rows]))
+        return with_batch_axis(torch.stack([torch.as_tensor(row) for row in rows]))
     if any(type(row) is not list for row in rows) or not rows[0]:
-        raise _Delegate
-    array = np.array(rows)  # ragged rows raise ValueError -> the reference raises RuntimeError
+        raise Delegate("empty-or-non-list-token-rows")
+    lengths = {len(row) for row in rows}
+    if len(lengths) > 1:  # [thdcoll-prepacked]: items of different lengths -> RuntimeError
+        raise RuntimeError(f"{field}: prepacked items must share one length to stack, got lengths {sorted(lengths)}")
+    array = np.array(rows)
     if array.dtype != np.int64 or array.ndim != 2:
-        raise _Delegate
+        raise Delegate("non-int64-token-rows")
     return torch.from_numpy(array)
 
 
@@ -124,9 +127,9 @@ def _default_collater_fast(batch: Sequence[Mapping[str, Any]], pad_seq_len_divis
         if key == PAD_TOKEN_IDS_KEY:
             continue
         values = [item[key] for item in batch]
-        field = _stacked_field(values)  # tensors and scalars: the reference's (already whole-batch)
+        field = batched_field(values)  # tensors and scalars: the reference's (already whole-batch)
         if field is None:
-            padded[key] = _pad_int_lists(values, _pad_value(key, overrides), pad_seq_len_divisible)
+            padded[key] = _pad_int_lists(values, collater_pad_value(key, overrides), pad_seq_len_divisible)
             field = torch.from_numpy(padded[key])
         result[key] = field
 
@@ -138,7 +141,7 @@ def _default_collater_fast(batch: Sequence[Mapping[str, Any]], pad_seq_len_divis
         else:
             result["padding_mask"] = ~result["attention_mask"].bool()
     elif "input_ids" in result:
-        input_ids_pad = _pad_value("input_ids", overrides) or 0
+        input_ids_pad = collater_pad_value("input_ids", overrides) or 0
         if "input_ids" in padded:  # the list path took a plain int pad (None here reads as 0)
             result["padding_mask"] = torch.from_numpy(padded["input_ids"] == input_ids_pad)
         else:
@@ -159,9 +162,12 @@ def default_collater(
     reference's. The items are never modified (D-6).
     """
     try:
-        return _default_collater_fast(batch, pad_seq_len_divisible)
-    except Exception:  # _Delegate, or an error: the reference returns / raises exactly as specified
+        result = _default_collater_fast(batch, pad_seq_len_divisible)
+    except Delegate as delegation:  # an input listed in backends/vectorized/README.md, by name; errors are ours
+        record("default_collater", delegation.reason)
         return _reference.default_collater(batch, pad_seq_len_divisible)
+    record("default_collater", "fast")
+    return result
 
 
 # --- packed_sequence_thd_collater -----------------------------------------------------------------
@@ -169,14 +175,14 @@ def default_collater(
 
 def _real_tokens(item: Mapping[str, Any], length: int) -> int:
     """``sum(attention_mask)`` of a synthesized item, or its length without a mask
-    [thdcoll-synthesized]; ``_Delegate`` for a mask that is not int values."""
+    [thdcoll-synthesized]; ``Delegate`` for a mask that is not int values."""
     if "attention_mask" not in item:
         return length
     mask = item["attention_mask"]
     if type(mask) is list:
         total = sum(mask)  # C-level sum of the item's list
         if type(total) is not int:
-            raise _Delegate
+            raise Delegate("non-int-mask")
         return total
     if type(mask) is torch.Tensor and mask.ndim == 1 and mask.device.type == "cpu":
         if mask.shape[0] == 0:
@@ -187,8 +193,8 @@ def _real_tokens(item: Mapping[str, Any], length: int) -> int:
             return int(mask.sum())
         if mask.dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
             return int(mask.sum().to(mask.dtype))
-        raise _Delegate
-    raise _Delegate
+        raise Delegate("non-int-mask")
+    raise Delegate("non-int-mask")
 
 
 def _packed_sequence_thd_collater_fast(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -199,9 +205,9 @@ def _packed_sequence_thd_collater_fast(batch: Sequence[Mapping[str, Any]]) -> di
 
     if "seq_lens" in first:
         # [thdcoll-prepacked] Token fields stack to [B, L]; lengths pad to the most sequences.
-        input_ids = _stack_rows([item["input_ids"] for item in batch])
-        labels = _stack_rows([item["labels"] for item in batch])
-        position_ids = _stack_rows([item["position_ids"] for item in batch])
+        input_ids = _stack_rows([item["input_ids"] for item in batch], "input_ids")
+        labels = _stack_rows([item["labels"] for item in batch], "labels")
+        position_ids = _stack_rows([item["position_ids"] for item in batch], "position_ids")
         seq_lens = torch.from_numpy(_pad_int_lists([item["seq_lens"] for item in batch], THD_LENGTH_PAD))
         seq_lens_padded = torch.from_numpy(_pad_int_lists([item["seq_lens_padded"] for item in batch], THD_LENGTH_PAD))
     else:
@@ -210,11 +216,11 @@ def _packed_sequence_thd_collater_fast(batch: Sequence[Mapping[str, Any]]) -> di
         label_rows = [item["labels"] for item in batch]
         lengths = [len(row) for row in ids_rows]
         width = max(lengths)
-        input_ids_pad = _pad_value("input_ids", overrides) or 0
+        input_ids_pad = collater_pad_value("input_ids", overrides) or 0
         if width == 0 or not _is_int64_pad(input_ids_pad):
-            raise _Delegate  # all-empty items (float32 upstream) or an odd pad value
+            raise Delegate("empty-items-or-odd-pad")  # all-empty items (float32 upstream) or an odd pad value
         if any(len(row) != length for row, length in zip(label_rows, lengths)):
-            raise _Delegate  # labels of another length: stacked or rejected as upstream does
+            raise Delegate("labels-of-another-length")  # labels of another length: stacked or rejected as upstream does
         real_tokens = [_real_tokens(item, length) for item, length in zip(batch, lengths)]
 
         input_ids = torch.from_numpy(_scatter_rows(ids_rows, lengths, width, input_ids_pad))
@@ -223,7 +229,7 @@ def _packed_sequence_thd_collater_fast(batch: Sequence[Mapping[str, Any]]) -> di
         seq_lens = torch.tensor(real_tokens, dtype=torch.int64).unsqueeze(1)
         seq_lens_padded = torch.full((len(batch), 1), width, dtype=torch.int64)
 
-    return _thd_batch(input_ids, labels, position_ids, seq_lens, seq_lens_padded)
+    return thd_batch(input_ids, labels, position_ids, seq_lens, seq_lens_padded)
 
 
 def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -236,9 +242,12 @@ def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str
     are computed by the reference function. The items are never modified (D-6).
     """
     try:
-        return _packed_sequence_thd_collater_fast(batch)
-    except Exception:  # _Delegate, or an error: the reference returns / raises exactly as specified
+        result = _packed_sequence_thd_collater_fast(batch)
+    except Delegate as delegation:  # an input listed in backends/vectorized/README.md, by name; errors are ours
+        record("packed_sequence_thd_collater", delegation.reason)
         return _reference.packed_sequence_thd_collater(batch)
+    record("packed_sequence_thd_collater", "fast")
+    return result
 
 
 # --- pack_features_for_thd ------------------------------------------------------------------------

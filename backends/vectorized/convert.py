@@ -30,11 +30,8 @@ import torch
 from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
 from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
 from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
+from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records, token_field_name
 from batchspec.reference.contract import INT64_MAX, PackedSequenceContract, contract_requests_metadata
-
-# The option checks, the records, the token field and the output device [tb-device] have no
-# tensor work: the reference's.
-from batchspec.reference.convert import _check_options, _output_device, _records, _token_field
 
 __all__ = ["convert_text_batch"]
 
@@ -110,6 +107,7 @@ class _Rows:
 
     def __init__(self) -> None:
         self.tokens: list[Any] = []  # per record: int64 ndarray or tensor
+        self.given: list[Any] = []  # per record: the token field as given (its device is [tb-device]'s)
         self.positions: list[Any] = []  # per record with positions
         self.with_positions: list[int] = []  # their record indices
         self.lengths: list[int] = []
@@ -122,7 +120,8 @@ def _read_records(records: Any) -> _Rows:
     rows = _Rows()
     for index, record in enumerate(records):
         payload = record.payload
-        field = _token_field(payload, index)
+        field = token_field_name(payload, index)
+        rows.given.append(payload[field])
         tokens = _ingest(payload[field], field, index)
         length = int(tokens.shape[0])
         if length == 0:
@@ -197,10 +196,10 @@ def convert_text_batch(
     positions checks of [ctb-input-errors] item 10, the xdoc bound and the scalars the output
     shapes need), so those errors are raised after the tensor work.
     """
-    _check_options(
+    check_convert_options(
         output_format, ignore_index, mask_segment_starts, allow_cross_document_attention, pad_to_length, pad_token_id
     )
-    records = _records(sample_batch)
+    records = sample_records(sample_batch)
     rows = _read_records(records)
     batch = len(rows.lengths)
 
@@ -219,7 +218,7 @@ def convert_text_batch(
         if width < 2:
             raise ValueError(f"sample_batch record 0: length {width}, but rows need at least 2 tokens to shift")
 
-    device = _output_device(records)
+    device = output_device(rows.given)
     sequence = width - 1
     same_length = all(length == width for length in rows.lengths)
     lengths = torch.tensor(rows.lengths, device=device)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from batchspec.backends.vectorized.paths import Delegate, record
 from batchspec.reference import datum as _reference
 from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN
 from batchspec.reference.datum import Datum
@@ -33,10 +34,6 @@ __all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
 # Token dtypes read exactly as ``tolist()`` reads them (uint16/32/64 and bool are left to the
 # reference: bool lists stay bool in packed mode, and torch supports the wide unsigned types barely).
 _INT_DTYPES = frozenset({torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8})
-
-
-class _Delegate(Exception):
-    """Raised by the fast path for an input it does not handle; the reference computes the call."""
 
 
 def _fits(value: int, dtype: torch.dtype) -> bool:
@@ -58,7 +55,7 @@ def _labels(lfis: list[dict], lengths: list[int], ignore_index: int) -> np.ndarr
     with ``ignore_index`` wherever ``weights == 0`` (a scalar or length-1 ``weights``
     broadcasts over its datum) [collate-weights, datum-to-features].
 
-    ``_Delegate`` unless every ``target_tokens`` is a 1-D integer tensor of its datum's length
+    ``Delegate`` unless every ``target_tokens`` is a 1-D integer tensor of its datum's length
     and every ``weights`` is a 0-D, length-1 or length-``T`` tensor on the targets' device.
     """
     targets: list[torch.Tensor] = []
@@ -66,21 +63,24 @@ def _labels(lfis: list[dict], lengths: list[int], ignore_index: int) -> np.ndarr
     for lfi, length in zip(lfis, lengths):
         target = lfi["target_tokens"]
         if target.ndim != 1 or target.shape[0] != length:
-            raise _Delegate
+            raise Delegate("targets-of-another-shape")
         if target.dtype in _INT_DTYPES:
             is_int = True
         elif length == 0 and target.dtype in (torch.float32, torch.float64):
             is_int = False  # ``Datum([], {"target_tokens": []})`` holds an empty float32: no label
         else:
-            raise _Delegate
+            raise Delegate("non-integer-targets")
         if "weights" in lfi:
             weight = lfi["weights"]
             if weight.device != target.device or (is_int and not _fits(ignore_index, target.dtype)):
-                raise _Delegate  # the reference's per-datum masked_fill decides (error or wrap-around)
+                # the reference's per-datum masked_fill decides (error or wrap-around)
+                raise Delegate("weights-elsewhere-or-ignore-index-overflow")
             if weight.ndim == 0 or (weight.ndim == 1 and weight.shape[0] == 1):
                 weight = weight.reshape(1).expand(length)  # broadcast, as masked_fill does
             elif weight.ndim != 1 or weight.shape[0] != length:
-                raise _Delegate  # does not broadcast (RuntimeError) or broadcasts to another shape
+                raise Delegate(
+                    "weights-of-another-shape"
+                )  # does not broadcast (RuntimeError) or broadcasts to another shape
             if length:
                 weights.append(weight)
         if length:
@@ -110,7 +110,7 @@ def _collate_fast(
     datums: Sequence[Datum], packed: Any, pad_seq_len_divisible: Any, ignore_index: Any
 ) -> dict[str, Any]:
     if type(ignore_index) is not int or not INT64_MIN <= ignore_index <= INT64_MAX:
-        raise _Delegate
+        raise Delegate("odd-ignore-index")
 
     # One pass over the datums: their token tensors, lengths and loss_fn_inputs.
     keys = datums[0].loss_fn_inputs.keys()
@@ -121,7 +121,9 @@ def _collate_fast(
         ids = datum.input_ids
         lfi = datum.loss_fn_inputs
         if ids.ndim != 1 or ids.dtype not in _INT_DTYPES or lfi.keys() != keys:
-            raise _Delegate  # odd token dtypes, or different key sets (the reference's error order)
+            raise Delegate(
+                "odd-token-dtype-or-key-sets"
+            )  # odd token dtypes, or different key sets (the reference's error order)
         ids_parts.append(ids)
         lengths.append(int(ids.shape[0]))
         lfis.append(lfi)
@@ -137,7 +139,10 @@ def _collate_fast(
     if packed:
         # [collate-packed] One THD row; positions restart at every datum.
         if min(lengths) == 0:
-            raise _Delegate  # "cannot pack an empty sequence": the reference raises it in order
+            # [collate-errors] 2: every earlier check of the features (targets, weights) has passed
+            raise ValueError(
+                f"collate_datums: datum {lengths.index(0)} is empty; packed mode cannot pack an empty sequence"
+            )
         total = int(lengths_np.sum())
         starts = np.cumsum(lengths_np) - lengths_np
         batch["input_ids"] = input_ids.unsqueeze(0)
@@ -158,7 +163,7 @@ def _collate_fast(
         if pad_seq_len_divisible:
             width = math.ceil(width / pad_seq_len_divisible) * pad_seq_len_divisible
             if type(width) is not int or width < max(lengths):
-                raise _Delegate
+                raise Delegate("odd-divisor")
         real = np.arange(width) < lengths_np[:, None]  # [B, W] bool: True on real tokens
         padded_ids = np.zeros((num, width), dtype=np.int64)
         padded_ids[real] = input_ids.numpy()
@@ -186,7 +191,7 @@ def _collate_fast(
                 batch[key] = out.masked_scatter_(torch.from_numpy(real).to(flat.device), flat)
         else:
             if any(value.numel() == 0 for value in values):
-                raise _Delegate  # IndexError in the reference
+                raise Delegate("empty-side-input")  # IndexError in the reference
             batch[key] = _cat_float32([value.reshape(-1)[:1] for value in values])
     return batch
 
@@ -209,8 +214,11 @@ def collate_datums(
     if len(datums) == 0:
         raise ValueError("collate_datums requires at least one Datum")
     try:
-        return _collate_fast(datums, packed, pad_seq_len_divisible, ignore_index)
-    except Exception:  # _Delegate, or an error: the reference returns / raises exactly as specified
+        result = _collate_fast(datums, packed, pad_seq_len_divisible, ignore_index)
+    except Delegate as delegation:  # an input listed in backends/vectorized/README.md, by name; errors are ours
+        record("collate_datums", delegation.reason)
         return _reference.collate_datums(
             datums, packed=packed, pad_seq_len_divisible=pad_seq_len_divisible, ignore_index=ignore_index
         )
+    record("collate_datums", "fast")
+    return result

@@ -9,7 +9,11 @@ pair is checked against ``RULES``, the one table of the rules:
 - ``reference`` imports nothing of batchspec but ``reference`` (it is the readable reference;
   it never depends on the suite or another backend);
 - ``backends`` never import ``bench`` or ``conformance`` (a backend is written as an outside
-  author would write one; the suite and the benchmarks import backends, not the reverse);
+  author would write one; the suite and the benchmarks import backends, not the reverse), and
+  use no private name (``_x``) of ``reference``: neither ``from batchspec.reference.x import _y``
+  nor ``batchspec.reference._x`` nor ``alias._y`` on a module alias of the reference (issue 32:
+  a differential check cannot see a bug in code both sides run; public names -- the contract
+  types, ``Datum``, ``ZephonDataLoader``, constants -- may be imported);
 - ``conformance.helpers`` never imports ``conformance.golden``: the direction between the two
   is golden -> helpers (the golden runner, builder and case API compare and build with the
   suite's asserts, inputs and pipelines), never both ways;
@@ -63,6 +67,7 @@ class Rule:
     why: str
     only: frozenset[str] | None = None
     never: frozenset[str] = frozenset()
+    no_private: frozenset[str] = frozenset()  # layers whose private names (``_x``) are never used
 
 
 # The rules: the one table. A layer without a row may import any layer.
@@ -70,7 +75,12 @@ RULES = {
     rule.layer: rule
     for rule in (
         Rule("reference", "reference imports nothing of batchspec but reference", only=frozenset({"reference"})),
-        Rule("backends", "backends never import bench or conformance", never=frozenset({"bench"}) | CONFORMANCE),
+        Rule(
+            "backends",
+            "backends never import bench or conformance, nor use a private name of reference",
+            never=frozenset({"bench"}) | CONFORMANCE,
+            no_private=frozenset({"reference"}),
+        ),
         Rule(
             "conformance.helpers",
             "conformance.golden imports conformance.helpers, never the reverse (one direction)",
@@ -125,6 +135,57 @@ def imported_modules(path: Path, root: Path) -> list[tuple[int, str]]:
     return out
 
 
+def _is_private(module: str) -> bool:
+    """Whether a dotted name has a private part (``_x``; dunders such as ``__version__`` are not)."""
+    return any(part.startswith("_") and not part.endswith("__") for part in module.split("."))
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    """``a.b.c`` of an attribute chain on a plain name, as its parts; None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(parts)]
+
+
+def used_names(path: Path, root: Path) -> list[tuple[int, str]]:
+    """``(line, module.attribute...)`` for every attribute chain read on a name bound by an
+    import in ``path`` (``import batchspec.reference as r`` then ``r._x`` gives
+    ``batchspec.reference._x``; ``import batchspec.reference.convert`` then
+    ``batchspec.reference.convert._x`` too), resolved as ``imported_modules`` resolves imports."""
+    name, package = module_name(path, root)
+    base = name.split(".") if package else name.split(".")[:-1]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    bound: dict[str, str] = {}  # local name -> the module (or module.name) it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    bound[top] = top
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - (node.level - 1)]
+                module = ".".join([*anchor, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                if alias.name != "*":
+                    bound[alias.asname or alias.name] = f"{module}.{alias.name}"
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            parts = _dotted(node)
+            if parts and parts[0] in bound:
+                out.append((node.lineno, ".".join([bound[parts[0]], *parts[1:]])))
+    return out
+
+
 def violations(root: Path) -> list[str]:
     """Every import under ``root``'s package folders that breaks a rule of ``RULES``, as
     ``path:line: importer imports target: why``."""
@@ -144,6 +205,14 @@ def violations(root: Path) -> list[str]:
                 where = f"{path.relative_to(root)}:{line}"
                 if ((rule.only is not None and layer not in rule.only) or layer in rule.never) and where not in found:
                     found[where] = f"{where}: {importer} imports {target}: {rule.why}"
+                elif layer in rule.no_private and _is_private(target) and where not in found:
+                    found[where] = f"{where}: {importer} imports private {target}: {rule.why}"
+            if rule.no_private:
+                for line, target in used_names(path, root):
+                    layer = layer_of(target)
+                    where = f"{path.relative_to(root)}:{line}"
+                    if layer in rule.no_private and _is_private(target) and where not in found:
+                        found[where] = f"{where}: {importer} uses private {target}: {rule.why}"
     return sorted(found.values())
 
 
@@ -163,6 +232,13 @@ def test_the_checker_reports_a_planted_wrong_import(tmp_path):
         "conformance/golden/runner.py": "from batchspec.conformance.helpers.asserts import check\n",
         "golden/cases/convert.py": "from batchspec.conformance.golden.api import Case\nimport batchspec.reference\n",
         "bench/test_x.py": "from batchspec.backends.automodel.upstream import load_upstream\n",
+        # private names of reference: imported, imported from a submodule, read on an alias or a
+        # dotted module; the public names beside them are allowed
+        "backends/x/a.py": "from batchspec.reference import Datum, _records\n",
+        "backends/x/b.py": "from batchspec.reference.convert import TOKEN_FIELD_CANDIDATES, _check_options\n",
+        "backends/x/c.py": "from batchspec.reference import collaters as ref\nref.default_collater\nref._pad_value(1)\n",
+        "backends/x/d.py": "import batchspec.reference.attention\nbatchspec.reference.attention._xdoc_ids({})\n",
+        "backends/x/e.py": "import batchspec.reference as r\nr.__name__\nr.convert.INT64_MAX\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -172,9 +248,15 @@ def test_the_checker_reports_a_planted_wrong_import(tmp_path):
     found = violations(tmp_path)
     assert [line.split(": ")[0] for line in found] == [
         "backends/vectorized/convert.py:2",
+        "backends/x/a.py:1",
+        "backends/x/b.py:1",
+        "backends/x/c.py:3",
+        "backends/x/d.py:2",
         "conformance/helpers/stored.py:1",
         "golden/cases/convert.py:2",
         "reference/contract.py:2",
     ], found
     assert "batchspec.backends.vectorized.convert imports batchspec.bench: " in found[0]
-    assert "batchspec.reference.contract imports batchspec.conformance: " in found[3]
+    assert "batchspec.reference.contract imports batchspec.conformance: " in found[7]
+    assert "imports private batchspec.reference._records: " in found[1]
+    assert "uses private batchspec.reference.collaters._pad_value: " in found[3]
