@@ -19,7 +19,7 @@ BLOCK = 1024
 def span_count_kernel(mask_ptr, table_ptr, sequence, width, stride_row, binary: tl.constexpr, BLOCK: tl.constexpr):
     """Histogram of span keys per row: ``table[b, k] += 1`` for each token of key ``k`` in row
     ``b`` [unpad-binary, unpad-indexed]. ``binary``: key 1 for each nonzero entry; otherwise the
-    entry itself, zero and negative entries under key 0."""
+    entry itself; zero and negative entries (key 0) are not counted."""
     row = tl.program_id(0)
     block = tl.program_id(1)
     columns = block * BLOCK + tl.arange(0, BLOCK)
@@ -29,7 +29,8 @@ def span_count_kernel(mask_ptr, table_ptr, sequence, width, stride_row, binary: 
         keys = (values != 0).to(tl.int64)
     else:
         keys = tl.maximum(values, 0)
-    tl.atomic_add(table_ptr + row * width + keys, tl.full([BLOCK], 1, tl.int64), mask=inside)
+    # the tail's lanes load 0, key 0: only keys > 0 are counted (column 0 is never read)
+    tl.atomic_add(table_ptr + row * width + keys, tl.full([BLOCK], 1, tl.int64), mask=keys > 0)
 
 
 @triton.jit

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from batchspec.backends.triton.kernels import BLOCK, exclusive_scan_kernel, span_count_kernel
+from batchspec.backends.triton import kernels
 
 __all__ = ["get_unpad_data"]
 
@@ -33,15 +33,15 @@ def span_lengths(attention_mask: torch.Tensor, binary: bool, width: int) -> torc
     if mask.dtype == torch.bool:
         mask = mask.to(torch.int8)
     table = torch.zeros(batch, width, dtype=torch.int64, device=mask.device)
-    grid = (batch, triton.cdiv(sequence, BLOCK))
-    span_count_kernel[grid](mask, table, sequence, width, mask.stride(0), binary=binary, BLOCK=BLOCK)
+    grid = (batch, triton.cdiv(sequence, kernels.BLOCK))
+    kernels.span_count_kernel[grid](mask, table, sequence, width, mask.stride(0), binary=binary, BLOCK=kernels.BLOCK)
     return table
 
 
 def exclusive_scan(lengths: torch.Tensor) -> torch.Tensor:
     """int32 ``[N + 1]``: 0 then the running totals of the int64 ``[N]`` ``lengths``."""
     out = torch.empty(lengths.numel() + 1, dtype=torch.int32, device=lengths.device)
-    exclusive_scan_kernel[(1,)](lengths.contiguous(), out, lengths.numel(), BLOCK=BLOCK)
+    kernels.exclusive_scan_kernel[(1,)](lengths.contiguous(), out, lengths.numel(), BLOCK=kernels.BLOCK)
     return out
 
 

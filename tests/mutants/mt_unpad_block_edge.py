@@ -1,0 +1,9 @@
+"""the span histogram's columns start one short of each block (block * BLOCK - 1): a block's last column is counted twice, the row's last never. Breaks: [unpad-indexed], [unpad-binary]"""
+
+from triton_mutant_base import kernel_mutant
+
+BACKEND = kernel_mutant(
+    "mt-unpad-block-edge",
+    "    columns = block * BLOCK + tl.arange(0, BLOCK)",
+    "    columns = block * BLOCK + tl.arange(0, BLOCK) - (block > 0).to(tl.int32)",
+)
