@@ -1,4 +1,4 @@
-"""the span histogram's columns start one short of each block (block * BLOCK - 1): a block's last column is counted twice, the row's last never. Breaks: [unpad-indexed], [unpad-binary]"""
+"""histogram columns start one short per block: a block edge counted twice, the last never. Breaks: [unpad-indexed], [unpad-binary]"""
 
 from triton_mutant_base import kernel_mutant
 

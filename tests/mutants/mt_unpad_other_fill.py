@@ -1,4 +1,4 @@
-"""the span histogram's masked tail loads other=1: each padding lane of a row's last block counts as a token of span 1. Breaks: [unpad-indexed], [unpad-binary]"""
+"""the histogram's masked tail loads other=1: each pad lane counts as a token of span 1. Breaks: [unpad-indexed], [unpad-binary]"""
 
 from triton_mutant_base import kernel_mutant
 

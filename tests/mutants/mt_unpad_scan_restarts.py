@@ -1,4 +1,4 @@
-"""cu_seqlens' scan restarts at each block edge: spans past the first 1024 lose the earlier total. Breaks: [unpad-indexed], [unpad-binary]"""
+"""cu_seqlens' scan restarts at each block edge: spans past 1024 lose the earlier total. Breaks: [unpad-indexed], [unpad-binary]"""
 
 from triton_mutant_base import kernel_mutant
 

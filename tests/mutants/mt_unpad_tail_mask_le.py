@@ -1,4 +1,4 @@
-"""the histogram's tail mask is columns <= sequence: one column past each row is counted (the next row's first token). Breaks: [unpad-indexed], [unpad-binary]"""
+"""the histogram's tail mask is columns <= sequence: one column past each row is counted. Breaks: [unpad-indexed], [unpad-binary]"""
 
 from triton_mutant_base import kernel_mutant
 
