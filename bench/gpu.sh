@@ -11,7 +11,8 @@
 #      CUDA, the metadata and THD routes through torch's flash varlen kernel
 #      (torch.nn.attention.varlen.varlen_attn), the mask routes through sdpa, with bf16 tolerances.
 # Each step writes its results to OUTDIR as it finishes and has its own time limit, so a failed
-# or slow step does not lose the others; the whole script stays under 6 minutes.
+# or slow step does not lose the others; the whole script stays under 6 minutes without step 5
+# (the triton backend, run only where triton is installed; up to 7 minutes more).
 #
 # Needs a CUDA build of torch, pytest, hypothesis, numpy, safetensors, tokenizers, matplotlib,
 # pytest-benchmark, transformers (the version pyproject.toml pins; step 4 and the suite's model
@@ -56,6 +57,21 @@ timeout 150 $python -m pytest bench -p no:cacheprovider -q --backend="$backend" 
   >"$out/bench.log" 2>&1 || status=1
 tail -3 "$out/bench.log"
 [ -f "$out/bench.json" ] && { $python bench/report.py "$out/bench.json" --out "$out" || status=1; }
+# 5. the triton backend (issue 33) beside it, where triton is installed: its conformance run on
+#    the same device, and its GPU benchmarks in their own JSON (on CPU: under the interpreter, a
+#    smoke only, no timing targets)
+if [ "$backend" != triton ] && $python -c "import triton" 2>/dev/null; then
+  [ "$device" = cpu ] && export TRITON_INTERPRET=1
+  timeout 270 $python -m pytest conformance -p no:cacheprovider -q --backend=triton --device="$device" \
+    --launcher=torch --junitxml="$out/conformance-triton.xml" --conformance-report="$out/conformance-triton" \
+    >"$out/conformance-triton.log" 2>&1 || status=1
+  tail -3 "$out/conformance-triton.log"
+  timeout 150 $python -m pytest bench -p no:cacheprovider -q --backend=triton --device="$device" \
+    --bench-shapes="$shapes" --benchmark-max-time=0.2 --benchmark-json="$out/bench-triton.json" \
+    >"$out/bench-triton.log" 2>&1 || status=1
+  tail -3 "$out/bench-triton.log"
+  [ -f "$out/bench-triton.json" ] && { $python bench/report.py "$out/bench-triton.json" --out "$out/triton" || status=1; }
+fi
 kernel=torch_varlen dtype=bfloat16
 [ "$device" = cpu ] && kernel=emulated dtype=float64
 $python -c "import json; from batchspec.conformance.model.models import tiny_llama_config as c; print(json.dumps(c()))" \

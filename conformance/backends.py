@@ -78,6 +78,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "reference": "batchspec.reference",
     "vectorized": "batchspec.backends.vectorized",
     "automodel": "batchspec.backends.automodel",
+    "triton": "batchspec.backends.triton",
 }
 # Third-party packages register backends by name in this entry-point group:
 #   [project.entry-points."batchspec.backends"]

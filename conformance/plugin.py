@@ -267,6 +267,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             else " (the tensor functions run there; the tests get their results where their inputs are)"
         ),
         f"  not supported: {', '.join(missing) or 'none'}",
+        # a Triton (or other kernel) backend on CPU runs its kernels only under the interpreter (issue 33)
+        f"  triton interpreter (TRITON_INTERPRET): {'on' if os.environ.get('TRITON_INTERPRET') == '1' else 'off'}",
         *(
             [f"  declared but unknown to this suite (ignored): {', '.join(sorted(backend.ignored))}"]
             if backend.ignored

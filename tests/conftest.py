@@ -55,6 +55,13 @@ def _suite_run(name: str):
     return long_run(name, lambda folder: _start(name, folder))
 
 
+# the triton backend under Triton's interpreter (issue 33), sampled to the tests of the function
+# its kernels implement (the full run: `TRITON_INTERPRET=1 batchspec --backend=triton --release`,
+# CONTRIBUTING); started only by tests/runs/test_triton.py, which skips where triton is not installed
+TRITON_SAMPLE = ("conformance", "--backend=triton", "-k", "unpad", "--ignore=conformance/test_checkpoint_ranks.py")
+triton_run = long_run(
+    "triton_run", lambda folder: BackgroundRun(folder, *TRITON_SAMPLE, env={**os.environ, "TRITON_INTERPRET": "1"})
+)
 # the whole conformance suite against the reference backend
 reference_run = _suite_run("reference_run")
 # the conformance suite against the vectorized backend (multi-rank scenarios left out)

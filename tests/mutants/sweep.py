@@ -47,8 +47,14 @@ def declared(path: Path) -> tuple[str, tuple[str, ...]]:
 
 
 def mutants() -> dict[str, Path]:
-    """Every mutant module, by name."""
+    """Every mutant module of the reference, by name (the default set and the daily sample)."""
     return {path.stem: path for path in sorted(HERE.glob("m_*.py"))}
+
+
+def kernel_mutants() -> dict[str, Path]:
+    """The triton backend's kernel mutants (``mt_*``, issue 33), by name: run by name only, under
+    ``TRITON_INTERPRET=1`` on CPU; slow (the interpreter), so never in the default set or sample."""
+    return {path.stem: path for path in sorted(HERE.glob("mt_*.py"))}
 
 
 def sample(names: list[str], count: int, day: datetime.date | None = None) -> list[str]:
@@ -61,7 +67,7 @@ def sample(names: list[str], count: int, day: datetime.date | None = None) -> li
 
 def run_mutant(name: str, workdir: Path) -> dict:
     """Run the suite against one mutant; its row of the kill table."""
-    summary, clauses = declared(mutants()[name])
+    summary, clauses = declared({**mutants(), **kernel_mutants()}[name])
     report_dir = workdir / name
     env = dict(
         os.environ,
@@ -159,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the kill table (Markdown) here")
     args = parser.parse_args(argv)
     names = args.names or list(mutants())
-    unknown = sorted(set(names) - set(mutants()))
+    unknown = sorted(set(names) - set(mutants()) - set(kernel_mutants()))
     if unknown:
         parser.error(f"unknown mutant(s) {unknown}; known: {sorted(mutants())}")
     if args.sample is not None:

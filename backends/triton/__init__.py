@@ -1,0 +1,81 @@
+"""batchspec ``triton``: a backend whose tensor work is Triton kernels (issue 33).
+
+``get_unpad_data`` runs on ``@triton.jit`` kernels written for a GPU (``kernels.py``); the
+contract functions not yet ported come from ``batchspec.backends.vectorized``'s public API.
+On CPU the kernels run only under Triton's interpreter: importing this backend while
+``TRITON_INTERPRET=1`` is unset and no CUDA device is present raises ``ImportError`` with the
+command to use; it never falls back silently to other code.
+
+Use: ``TRITON_INTERPRET=1 batchspec --backend=triton --release`` (CPU) or
+``batchspec --backend=triton --device=cuda`` (GPU).
+"""
+
+from __future__ import annotations
+
+import os
+
+try:
+    import triton  # noqa: F401
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "the triton backend needs the triton package: pip install -e '.[triton]' (or pip install 'batchspec[triton]')"
+    ) from error
+import torch
+
+INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
+if not INTERPRETER and not torch.cuda.is_available():
+    raise ImportError(
+        "the triton backend's kernels need a CUDA device, or Triton's interpreter on CPU: "
+        "run with TRITON_INTERPRET=1 (e.g. TRITON_INTERPRET=1 batchspec --backend=triton --release)"
+    )
+
+from batchspec.backends.triton.metadata import get_unpad_data  # noqa: E402
+from batchspec.backends.vectorized import (  # noqa: E402
+    BATCHSPEC_CAPABILITIES,
+    DEFAULT_PACKED_SEQUENCE_CONTRACT,
+    BatchOutputFormat,
+    Datum,
+    PackedMaskType,
+    PackedSequenceContract,
+    PackedSequenceMetadata,
+    TrainingBatch,
+    ZephonDataLoader,
+    adapt_model_inputs,
+    build_packed_sequence_metadata,
+    collate_datums,
+    convert_batch_output,
+    convert_text_batch,
+    default_collater,
+    enable_xdoc_attention,
+    pack_features_for_thd,
+    packed_sequence_thd_collater,
+    require_supported_packing_contract,
+)
+
+__version__ = "0.1.0"
+BATCHSPEC_SPEC_VERSION = "1.3"
+
+__all__ = [
+    "BATCHSPEC_CAPABILITIES",
+    "BATCHSPEC_SPEC_VERSION",
+    "DEFAULT_PACKED_SEQUENCE_CONTRACT",
+    "INTERPRETER",
+    "BatchOutputFormat",
+    "Datum",
+    "PackedMaskType",
+    "PackedSequenceContract",
+    "PackedSequenceMetadata",
+    "TrainingBatch",
+    "ZephonDataLoader",
+    "adapt_model_inputs",
+    "build_packed_sequence_metadata",
+    "collate_datums",
+    "convert_batch_output",
+    "convert_text_batch",
+    "default_collater",
+    "enable_xdoc_attention",
+    "get_unpad_data",
+    "pack_features_for_thd",
+    "packed_sequence_thd_collater",
+    "require_supported_packing_contract",
+]
