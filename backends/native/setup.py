@@ -14,7 +14,9 @@ from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-LIBRARY = {"darwin": "libbatchspec_native.dylib", "win32": "batchspec_native.dll"}.get(sys.platform, "libbatchspec_native.so")
+LIBRARY = {"darwin": "libbatchspec_native.dylib", "win32": "batchspec_native.dll"}.get(
+    sys.platform, "libbatchspec_native.so"
+)
 
 
 class BuildWithCargo(build_py):
@@ -23,10 +25,21 @@ class BuildWithCargo(build_py):
     def run(self) -> None:
         cargo = shutil.which("cargo")
         if cargo is None:
-            raise SystemExit("batchspec-native needs cargo to build its library: install it with rustup (https://rustup.rs)")
+            raise SystemExit(
+                "batchspec-native needs cargo to build its library: install it with rustup (https://rustup.rs)"
+            )
         target = HERE / "target"
         subprocess.run(
-            [cargo, "build", "--release", "--offline", "--manifest-path", str(HERE / "Cargo.toml"), "--target-dir", str(target)],
+            [
+                cargo,
+                "build",
+                "--release",
+                "--offline",
+                "--manifest-path",
+                str(HERE / "Cargo.toml"),
+                "--target-dir",
+                str(target),
+            ],
             check=True,
         )
         built = target / "release" / LIBRARY

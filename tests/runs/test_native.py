@@ -13,7 +13,9 @@ functions); the full run is one command (CONTRIBUTING.md, backends/native/README
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,8 +28,12 @@ from batchspec.conformance.spec import spec_raising_clauses
 
 NATIVE = ROOT / "backends" / "native"
 CARGO = shutil.which("cargo")
-NO_CARGO = "cargo is not installed: the native backend's library cannot be built (install it with rustup: https://rustup.rs)"
-LIBRARY = {"darwin": "libbatchspec_native.dylib", "win32": "batchspec_native.dll"}.get(sys.platform, "libbatchspec_native.so")
+NO_CARGO = (
+    "cargo is not installed: the native backend's library cannot be built (install it with rustup: https://rustup.rs)"
+)
+LIBRARY = {"darwin": "libbatchspec_native.dylib", "win32": "batchspec_native.dll"}.get(
+    sys.platform, "libbatchspec_native.so"
+)
 
 # the conformance files whose tests call convert_text_batch, build_packed_sequence_metadata or
 # get_unpad_data: about a minute of CPU on 2 cores
@@ -37,6 +43,8 @@ SAMPLE = (
     "conformance/test_output.py",
     "conformance/test_input_dtypes.py",
     "conformance/test_layouts.py",
+    "conformance/properties/test_convert_invariants.py",
+    "conformance/properties/test_metadata_invariants.py",
 )
 
 
@@ -44,8 +52,17 @@ def build_native(folder: Path) -> dict:
     """Build the library (``cargo build --release --offline``) into ``folder`` and lay the package
     out beside it; the environment that imports it as ``batchspec_native``."""
     subprocess.run(
-        [CARGO, "build", "--release", "--offline", "--quiet", "--manifest-path", str(NATIVE / "Cargo.toml"),
-         "--target-dir", str(folder / "target")],
+        [
+            CARGO,
+            "build",
+            "--release",
+            "--offline",
+            "--quiet",
+            "--manifest-path",
+            str(NATIVE / "Cargo.toml"),
+            "--target-dir",
+            str(folder / "target"),
+        ],
         check=True,
     )
     package = folder / "site" / "batchspec_native"
@@ -78,13 +95,15 @@ native_run = long_run("native_run", _start)
 def test_the_native_backend_passes_the_sampled_suite(native_run):
     if native_run is None:
         pytest.skip(NO_CARGO)
-    assert "backend=batchspec_native version=0.1.0" in native_run.output, native_run.output[-3000:]
+    assert "backend=batchspec_native version=" in native_run.output, native_run.output[-3000:]
     failures = native_run.report["failures"]
     assert failures == [], failures[:3]
-    passed = sum(1 for row in native_run.report["clauses"].values() for t in row["tests"] if t["outcome"] == "passed")
-    assert passed >= 200, f"only {passed} test results passed"
-    # a sample of the suite leaves clauses unchecked: the release run says incomplete, never fail
-    assert native_run.report["verdict"]["result"] in {"pass", "incomplete"}, native_run.report["verdict"]
+    summary = re.search(r"^=* ?(\d+) passed(?P<rest>[^\n]*) in [\d.]+s", native_run.output, re.M)
+    assert summary and int(summary.group(1)) >= 30, native_run.output[-3000:]
+    assert "failed" not in summary.group("rest") and "error" not in summary.group("rest"), summary.group(0)
+    # a release run limited to some files is incomplete (it names them), never pass, never fail
+    verdict = native_run.report["verdict"]
+    assert verdict["result"] == "incomplete" and verdict["limited_to"], verdict
 
 
 def test_the_package_registers_the_native_entry_point():
@@ -95,42 +114,37 @@ def test_the_package_registers_the_native_entry_point():
     assert "native" not in main.split("[tool.setuptools]")[1].split("[tool.setuptools.package-dir]")[0]
 
 
-@pytest.mark.skip(reason="unfinished (issue 32 item 5): under -n 1 this run did not end within 80 minutes; see the branch report")
 @pytest.mark.skipif(CARGO is None, reason=NO_CARGO)
-def test_a_null_dereference_in_get_unpad_data_fails_its_tests_and_the_run_goes_on(tmp_path):
+def test_a_null_dereference_in_get_unpad_data_fails_its_test_and_the_run_goes_on(tmp_path):
     """``BATCHSPEC_NATIVE_FAULT=get_unpad_data`` makes the library read address 0 there (a real
-    SIGSEGV): every test that calls it is reported failed, as a dead worker, blamed on the
-    function's clause ([unpad-errors]: raising on a valid input) among the test's own, while the
-    other tests pass and the report is written."""
+    SIGSEGV in a worker, under the command's default distribution): the test that called it is
+    reported failed as a dead worker, blamed on every clause it cites ([unpad-errors], the
+    function's raising clause, among them), the other test of the file passes, the run ends with
+    verdict fail and the report is written."""
     env = build_native(tmp_path / "build")
     env["BATCHSPEC_NATIVE_FAULT"] = "get_unpad_data"
+    env["OMP_NUM_THREADS"] = "1"
     report = tmp_path / "report"
     command = [
         str(Path(sys.executable).with_name("batchspec")),
         "--backend=batchspec_native",
         "conformance/test_metadata.py",
-        "-k",
-        "unpad and error or meta and example",
         "-n",
         "1",
         f"--conformance-report={report}",
         "-p",
         "no:cacheprovider",
     ]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     output = done.stdout + done.stderr
-    written = (report / "report.json").read_text(encoding="utf-8")
-    import json
-
-    result = json.loads(written)
+    result = json.loads((report / "report.json").read_text(encoding="utf-8"))
     tests = {t["nodeid"]: t["outcome"] for row in result["clauses"].values() for t in row["tests"]}
-    crashed = [f for f in result["failures"] if "get_unpad_data" not in f["nodeid"] or True]
-    unpad = [node for node in tests if "unpad" in node]
-    assert unpad, output[-3000:]
     failed = {f["nodeid"]: f for f in result["failures"]}
-    assert sorted(failed) == sorted(unpad), (sorted(failed), output[-3000:])
-    for failure in crashed:
-        assert "process died" in failure["message"] or "crash" in failure["message"].lower(), failure
-    assert any(t == "passed" for node, t in tests.items() if node not in failed), "the run went on after the crash"
-    assert done.returncode == 1 and result["verdict"]["result"] == "fail"
-    assert spec_raising_clauses()["get_unpad_data"] == "unpad-errors"
+    assert list(failed) == ["conformance/test_metadata.py::test_get_unpad_data_on_uint8_int8_int16_masks"], output[
+        -3000:
+    ]
+    crash = next(iter(failed.values()))
+    assert "process died" in crash["message"] and "crashed while running" in crash["message"], crash
+    assert spec_raising_clauses()["get_unpad_data"] in crash["clauses"] and crash["blame"] == ["every cited clause"]
+    assert any(outcome == "passed" for node, outcome in tests.items() if node not in failed), "the run went on"
+    assert done.returncode == 1 and result["verdict"]["result"] == "fail", output[-3000:]

@@ -19,7 +19,9 @@ if sysconfig.get_config_var("Py_GIL_DISABLED"):
     # bs_ingest_sequence reads the object header of a GIL build (refcount, then type)
     raise ImportError("batchspec_native supports CPython builds with the GIL only (not free-threaded)")
 
-_NAME = {"darwin": "libbatchspec_native.dylib", "win32": "batchspec_native.dll"}.get(sys.platform, "libbatchspec_native.so")
+_NAME = {"darwin": "libbatchspec_native.dylib", "win32": "batchspec_native.dll"}.get(
+    sys.platform, "libbatchspec_native.so"
+)
 
 
 def library_path() -> Path:

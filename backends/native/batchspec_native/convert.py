@@ -117,7 +117,9 @@ def _ingest_other(value: Any, field: str, index: int, row: np.ndarray) -> None:
         if isinstance(element, (list, tuple, np.ndarray)):
             raise ValueError(f"{_where(index, field)}: expected 1-D [sequence], got a nested {type(element).__name__}")
         if isinstance(element, (bool, np.bool_)) or not isinstance(element, (int, np.integer)):
-            raise TypeError(f"{_where(index, field)}: expected integers, got an element of type {type(element).__name__}")
+            raise TypeError(
+                f"{_where(index, field)}: expected integers, got an element of type {type(element).__name__}"
+            )
     try:
         row[:] = np.frombuffer(array.array("q", [int(element) for element in value]), dtype=np.int64)
     except OverflowError:
@@ -308,7 +310,9 @@ def convert_text_batch(
         spans = LIBRARY.bs_max_spans(selected.data_ptr(), batch, sequence)
         seq_lens = torch.empty((batch, spans), dtype=torch.int64)
         seq_lens_padded = torch.empty((batch, spans), dtype=torch.int64)
-        LIBRARY.bs_thd_lengths(selected.data_ptr(), batch, sequence, spans, seq_lens.data_ptr(), seq_lens_padded.data_ptr())
+        LIBRARY.bs_thd_lengths(
+            selected.data_ptr(), batch, sequence, spans, seq_lens.data_ptr(), seq_lens_padded.data_ptr()
+        )
         out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
     else:  # [batched-packed-seq-ids, batched-block-causal, batched-document-ids-mask, batched-metadata]
         out["_packed_seq_ids"] = selected.clone()
