@@ -43,8 +43,9 @@ def _load() -> ctypes.PyDLL:
         "bs_ingest_sequence": ([ctypes.py_object, ctypes.c_ssize_t, ptr, ptr], c_int),
         "bs_mask_stats": ([ptr, c_int, size, size, size, size, ptr], None),
         "bs_get_unpad_data": ([ptr, c_int, size, size, size, size, c_int, i64, ptr, size, ptr, size, ptr], None),
-        "bs_build_packed_sequence_metadata": ([ptr, c_int, size, size, size, size, size, ptr, ptr], i64),
-        "bs_convert_rows": ([size, size, ptr, ptr, ptr, ptr, ptr, i64, c_int, c_int, i64, ptr, ptr, ptr], c_int),
+        "bs_build_packed_sequence_metadata": ([ptr, c_int, size, size, size, size, ptr, ptr, ptr, ptr], None),
+        "bs_convert_rows": ([size, size, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, c_int, c_int, i64, ptr, ptr], c_int),
+        "bs_cu_from_rows": ([ptr, size, ptr, size, size, ptr], None),
         "bs_max_spans": ([ptr, size, size], size),
         "bs_thd_lengths": ([ptr, size, size, size, ptr, ptr], None),
         "bs_block_causal": ([ptr, size, size, ptr], None),
@@ -62,3 +63,4 @@ LIBRARY = _load()
 INGEST_OK, INGEST_NOT_SEQUENCE, INGEST_BOOL, INGEST_NESTED, INGEST_OVERFLOW, INGEST_OTHER = range(6)
 MASK_U8, MASK_I64 = 0, 1
 CONVERT_OK, CONVERT_POSITIONS_START, CONVERT_POSITIONS_NEGATIVE = range(3)
+SOURCE_SCRATCH, SOURCE_I64, SOURCE_I32 = range(3)

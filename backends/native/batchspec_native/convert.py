@@ -36,8 +36,10 @@ from batchspec_native._library import (
     INGEST_OK,
     INGEST_OVERFLOW,
     LIBRARY,
+    SOURCE_I32,
+    SOURCE_I64,
+    SOURCE_SCRATCH,
 )
-from batchspec_native.metadata import metadata_of_ids
 
 __all__ = ["convert_text_batch"]
 
@@ -126,24 +128,49 @@ def _ingest_other(value: Any, field: str, index: int, row: np.ndarray) -> None:
         raise ValueError(f"{_where(index, field)}: holds a value outside the int64 range") from None
 
 
-def _ingest(value: Any, field: str, index: int, buffer: torch.Tensor, host: np.ndarray, length: int) -> None:
-    """Writes the record's field into row ``index`` of ``buffer`` (``host`` is its numpy view)."""
+_DIRECT_TORCH = {torch.int64: SOURCE_I64, torch.int32: SOURCE_I32}
+_DIRECT_NUMPY = {np.dtype(np.int64): SOURCE_I64, np.dtype(np.int32): SOURCE_I32}
+
+
+def _direct_source(value: Any) -> tuple[int, int, int] | None:
+    """``(pointer, element stride, kind)`` of a CPU int64 / int32 tensor or native-endian numpy
+    array with a positive stride: the library reads it in place (no copy in Python); None for
+    any other value."""
+    if isinstance(value, torch.Tensor):
+        kind = _DIRECT_TORCH.get(value.dtype)
+        if kind is not None and value.device.type == "cpu" and value.stride(0) >= 1:
+            return value.data_ptr(), value.stride(0), kind
+        return None
+    if isinstance(value, np.ndarray):
+        kind = _DIRECT_NUMPY.get(value.dtype)
+        if kind is not None and value.strides[0] >= 1 and value.strides[0] % value.itemsize == 0:
+            return value.ctypes.data, value.strides[0] // value.itemsize, kind
+    return None
+
+
+def _ingest(value: Any, field: str, index: int, buffer: torch.Tensor, host: np.ndarray, length: int) -> tuple:
+    """The row source of the record's field (``bs_convert_rows``'s ``[pointer, stride, kind]``):
+    an int64 / int32 tensor or array is read in place by the library; anything else is written
+    here into row ``index`` of ``buffer`` (``host`` is its numpy view)."""
+    direct = _direct_source(value)
+    if direct is not None:
+        return direct
     row = host[index, :length]
     if isinstance(value, torch.Tensor):
         if value.dtype in _WIDE_UNSIGNED:  # torch has few kernels for these: read them as numpy
             value = value.cpu().numpy()
         else:
             buffer[index, :length].copy_(value)
-            return
+            return _SCRATCH
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "u" and length and int(value.max()) > INT64_MAX:
             raise ValueError(f"{_where(index, field)}: holds {int(value.max())}, outside the int64 range")
         row[:] = value
-        return
+        return _SCRATCH
     at = ctypes.c_ssize_t(0)
     status = LIBRARY.bs_ingest_sequence(value, length, row.ctypes.data, ctypes.addressof(at))
     if status == INGEST_OK:
-        return
+        return _SCRATCH
     if status == INGEST_BOOL:
         raise TypeError(f"{_where(index, field)}: expected integers, element {at.value} is a bool")
     if status == INGEST_NESTED:
@@ -151,6 +178,10 @@ def _ingest(value: Any, field: str, index: int, buffer: torch.Tensor, host: np.n
     if status == INGEST_OVERFLOW:
         raise ValueError(f"{_where(index, field)}: element {at.value} is outside the int64 range")
     _ingest_other(value, field, index, row)  # a subclass of list / tuple, or an element of another type
+    return _SCRATCH
+
+
+_SCRATCH = (0, 1, SOURCE_SCRATCH)
 
 
 class _Record:
@@ -262,46 +293,67 @@ def convert_text_batch(
     tokens = torch.empty((batch, width), dtype=torch.int64)
     positions = torch.empty((batch, width), dtype=torch.int64)
     host_tokens, host_positions = tokens.numpy(), positions.numpy()
-    has_positions = torch.zeros(batch, dtype=torch.uint8)
+    has_positions = bytearray(batch)
+    token_sources, position_sources = [], []
     for index, record in enumerate(records):
-        _ingest(record.tokens, record.field, index, tokens, host_tokens, record.length)
+        token_sources.extend(_ingest(record.tokens, record.field, index, tokens, host_tokens, record.length))
         if record.positions is not None:
-            _ingest(record.positions, "positions", index, positions, host_positions, record.length)
+            position_sources.extend(
+                _ingest(record.positions, "positions", index, positions, host_positions, record.length)
+            )
             has_positions[index] = 1
-    row_lengths = torch.tensor(lengths, dtype=torch.int64)
-    row_padding = torch.tensor([r.padding for r in records], dtype=torch.int64)
+        else:
+            position_sources.extend(_SCRATCH)
+    row_lengths = (ctypes.c_int64 * batch)(*lengths)
+    row_padding = (ctypes.c_int64 * batch)(*(r.padding for r in records))
 
     names = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
     out: dict[str, Any] = {
         name: torch.empty((batch, sequence), dtype=torch.bool if name == "padding_mask" else torch.int64)
         for name in names
     }
-    pointers = (ctypes.c_void_p * 6)(*(out[name].data_ptr() for name in names))
-    largest, bad_row = ctypes.c_int64(-1), ctypes.c_int64(-1)
+    # the batched route's copies of the selected ids and metadata, written in the same row pass
+    extras: dict[str, torch.Tensor] = {}
+    if output_format == "batched":
+        extras["_packed_seq_ids"] = torch.empty((batch, sequence), dtype=torch.int64)
+        if packing_contract.packed_mask_type == "document_ids":
+            extras["attention_mask"] = torch.empty((batch, sequence), dtype=torch.int64)
+        if batch_metadata:
+            extras["packed_token_indices"] = torch.empty((batch, sequence), dtype=torch.int64)
+            extras["cu_rows"] = torch.empty((batch, width), dtype=torch.int32)
+            extras["spans"] = torch.empty(batch, dtype=torch.int64)
+    extra_names = ("_packed_seq_ids", "attention_mask", "packed_token_indices", "cu_rows", "spans")
+    pointers = (ctypes.c_void_p * 11)(
+        *(out[name].data_ptr() for name in names),
+        *(extras[name].data_ptr() if name in extras else None for name in extra_names),
+    )
+    results = (ctypes.c_int64 * 4)(-1, -1, 0, 0)
     status = LIBRARY.bs_convert_rows(
         batch,
         width,
         tokens.data_ptr(),
         positions.data_ptr(),
-        has_positions.data_ptr(),
-        row_lengths.data_ptr(),
-        row_padding.data_ptr(),
+        (ctypes.c_int64 * (3 * batch))(*token_sources),
+        (ctypes.c_int64 * (3 * batch))(*position_sources),
+        (ctypes.c_uint8 * batch).from_buffer(has_positions),
+        row_lengths,
+        row_padding,
         ignore_index,
         int(mask_segment_starts),
         int(allow_cross_document_attention),
         0 if pad_token_id is None or pad_to_length is None else pad_token_id,
         pointers,
-        ctypes.addressof(largest),
-        ctypes.addressof(bad_row),
+        results,
     )
+    largest, bad_row, max_seqlen, largest_id = results
     if status != CONVERT_OK:
         problem = "must start at 0" if status == CONVERT_POSITIONS_START else "must be >= 0 (holds a negative entry)"
-        raise ValueError(f"sample_batch record {bad_row.value}: positions {problem}")
+        raise ValueError(f"sample_batch record {bad_row}: positions {problem}")
     if allow_cross_document_attention:
         bound = getattr(packing_contract, "max_sequence_length", None)
-        if _is_int(bound) and largest.value >= bound:
+        if _is_int(bound) and largest >= bound:
             raise ValueError(
-                f"max_sequence_length {bound} is exceeded: a translated xdoc position is {largest.value} "
+                f"max_sequence_length {bound} is exceeded: a translated xdoc position is {largest} "
                 f"(positions must stay below max_sequence_length)"
             )
 
@@ -315,15 +367,24 @@ def convert_text_batch(
         )
         out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
     else:  # [batched-packed-seq-ids, batched-block-causal, batched-document-ids-mask, batched-metadata]
-        out["_packed_seq_ids"] = selected.clone()
+        out["_packed_seq_ids"] = extras["_packed_seq_ids"]
         if packing_contract.packed_mask_type == "block_causal":
             mask = torch.empty((batch, 1, sequence, sequence), dtype=torch.bool)
             LIBRARY.bs_block_causal(selected.data_ptr(), batch, sequence, mask.data_ptr())
             out["attention_mask"] = mask
         else:
-            out["attention_mask"] = selected.clone()
+            out["attention_mask"] = extras["attention_mask"]
         if batch_metadata:
-            out.update(metadata_of_ids(selected))
+            # build_packed_sequence_metadata of the selected ids: cu_seqlens is
+            # [B, max(1, largest id) + 1], -1 past each row's spans [meta-cu-seqlens]
+            cu_width = max(1, largest_id) + 1
+            cu_seqlens = torch.empty((batch, cu_width), dtype=torch.int32)
+            LIBRARY.bs_cu_from_rows(
+                extras["cu_rows"].data_ptr(), width, extras["spans"].data_ptr(), batch, cu_width, cu_seqlens.data_ptr()
+            )
+            out.update(
+                packed_token_indices=extras["packed_token_indices"], cu_seqlens=cu_seqlens, max_seqlen=int(max_seqlen)
+            )
 
     device = _output_device(records)
     if device.type != "cpu":

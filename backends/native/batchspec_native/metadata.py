@@ -2,8 +2,11 @@
 
 Python checks the mask's type and shape and allocates the outputs; the library reads the mask
 in place through its strides (any layout [tb-layout]; no copy for bool, uint8 and int64 masks,
-one ``int64`` copy for the other integer dtypes) in two passes: its nonzero count and largest
-value (validity, the route, the output shapes), then the outputs. A mask on an accelerator is
+one ``int64`` copy for the other integer dtypes). ``get_unpad_data`` takes two passes: the
+nonzero count and largest value (validity, the route, the output shapes), then the outputs.
+``build_packed_sequence_metadata`` takes one: the indices, each row's spans (into a
+``[B, S + 1]`` buffer of which only the spans are written) and the statistics together, then
+``cu_seqlens`` is laid out at the width the largest value gives. A mask on an accelerator is
 read on the CPU and the outputs go back to its device [tb-device].
 
 Delegated on purpose: a floating-point mask (outside SPEC's bool / integer masks) goes to
@@ -12,6 +15,7 @@ Delegated on purpose: a floating-point mask (outside SPEC's bool / integer masks
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import torch
@@ -19,7 +23,7 @@ import torch
 from batchspec.backends import vectorized
 from batchspec_native._library import LIBRARY, MASK_I64, MASK_U8
 
-__all__ = ["build_packed_sequence_metadata", "get_unpad_data", "metadata_of_ids"]
+__all__ = ["build_packed_sequence_metadata", "get_unpad_data"]
 
 
 def _host_mask(attention_mask: Any) -> tuple[torch.Tensor, int]:
@@ -45,9 +49,9 @@ def _view(mask: torch.Tensor, kind: int) -> tuple[int, int, int, int, int, int]:
 
 
 def _stats(view: tuple[int, ...]) -> tuple[int, int]:
-    stats = torch.empty(2, dtype=torch.int64)
-    LIBRARY.bs_mask_stats(*view, stats.data_ptr())
-    nonzero, largest = stats.tolist()
+    stats = (ctypes.c_int64 * 2)()
+    LIBRARY.bs_mask_stats(*view, stats)
+    nonzero, largest = stats
     if nonzero == 0:
         raise ValueError("attention_mask holds no valid token (every entry is 0)")
     return nonzero, largest
@@ -85,17 +89,24 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 
 
 def _metadata(mask: torch.Tensor, kind: int) -> dict:
+    """One pass of the library over the mask (indices, per-row spans, the mask's statistics),
+    then ``cu_seqlens`` at the width its largest value gives."""
     view = _view(mask, kind)
-    _, largest = _stats(view)
-    if mask.dtype == torch.bool:
-        largest = 1
     rows, cols = mask.shape
-    width = max(1, largest) + 1
     packed_token_indices = torch.empty((rows, cols), dtype=torch.int64)
-    cu_seqlens = torch.empty((rows, width), dtype=torch.int32)
-    max_seqlen = LIBRARY.bs_build_packed_sequence_metadata(
-        *view, width, packed_token_indices.data_ptr(), cu_seqlens.data_ptr()
+    # each row's cumulative span lengths (only its spans + 1 first entries are written)
+    cu_rows = torch.empty((rows, cols + 1), dtype=torch.int32)
+    spans = torch.empty(rows, dtype=torch.int64)
+    summary = (ctypes.c_int64 * 3)()
+    LIBRARY.bs_build_packed_sequence_metadata(
+        *view, packed_token_indices.data_ptr(), cu_rows.data_ptr(), spans.data_ptr(), summary
     )
+    nonzero, largest, max_seqlen = summary
+    if nonzero == 0:
+        raise ValueError("attention_mask holds no valid token (every entry is 0)")
+    width = max(1, 1 if mask.dtype == torch.bool else largest) + 1
+    cu_seqlens = torch.empty((rows, width), dtype=torch.int32)
+    LIBRARY.bs_cu_from_rows(cu_rows.data_ptr(), cols + 1, spans.data_ptr(), rows, width, cu_seqlens.data_ptr())
     return {"packed_token_indices": packed_token_indices, "cu_seqlens": cu_seqlens, "max_seqlen": int(max_seqlen)}
 
 
@@ -118,9 +129,3 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
         out["packed_token_indices"] = out["packed_token_indices"].to(device)
         out["cu_seqlens"] = out["cu_seqlens"].to(device)
     return out
-
-
-def metadata_of_ids(ids: torch.Tensor) -> dict:
-    """``build_packed_sequence_metadata`` of contiguous CPU int64 ids that hold a positive id
-    (``convert_text_batch``'s selected ids) [batched-metadata]."""
-    return _metadata(ids, MASK_I64)

@@ -21,11 +21,28 @@ impl<T: Copy + Into<i64>> Strided<'_, T> {
     }
 }
 
+impl<'a, T: Copy + Into<i64>> Strided<'a, T> {
+    /// Row `row` as a contiguous slice when the columns are adjacent (col_stride 1).
+    #[inline]
+    fn contiguous_row(&self, row: usize) -> Option<&'a [T]> {
+        (self.col_stride == 1 && self.cols > 0).then(|| &self.data[row * self.row_stride..row * self.row_stride + self.cols])
+    }
+}
+
 /// `(nonzero count, largest value)` of a mask; the largest value is `i64::MIN` for an empty mask.
 pub fn mask_stats<T: Copy + Into<i64>>(mask: &Strided<T>) -> (i64, i64) {
     let mut nonzero = 0i64;
     let mut largest = i64::MIN;
     for row in 0..mask.rows {
+        if let Some(values) = mask.contiguous_row(row) {
+            // the common layout: a tight loop the compiler vectorizes
+            for &value in values {
+                let value: i64 = value.into();
+                nonzero += i64::from(value != 0);
+                largest = largest.max(value);
+            }
+            continue;
+        }
         for col in 0..mask.cols {
             let value = mask.get(row, col);
             nonzero += i64::from(value != 0);
@@ -123,61 +140,155 @@ pub fn unpad_fill<T: Copy + Into<i64>>(
     (spans, max_seqlen)
 }
 
-/// `build_packed_sequence_metadata`'s tensors [meta-indices, meta-cu-seqlens] into
-/// `packed_token_indices` (`[rows, cols]`) and `cu_seqlens` (`[rows, width]`); the route
-/// (binary or indexed) is decided per row. Returns `max_seqlen` [meta-max-seqlen].
+/// What [`metadata_fill`] found over the whole mask: its nonzero count, its largest value
+/// (`i64::MIN` when empty) and `max_seqlen` [meta-max-seqlen].
+#[derive(Debug, PartialEq, Eq)]
+pub struct MaskSummary {
+    pub nonzero: i64,
+    pub largest: i64,
+    pub max_seqlen: i64,
+}
+
+/// `build_packed_sequence_metadata` in one pass over the mask [meta-indices, meta-cu-seqlens]:
+/// `packed_token_indices` (`[rows, cols]`), each row's cumulative span lengths into `cu_rows`
+/// (`[rows, cols + 1]`; the row's `spans[row] + 1` first entries are written, nothing else) and
+/// its span count into `spans` (`[rows]`); the route (binary or indexed) is decided per row.
+/// The caller sizes `cu_seqlens` from the summary's largest value and copies the rows into it
+/// ([`cu_from_rows`]): no separate pass over the mask for its statistics.
 pub fn metadata_fill<T: Copy + Into<i64>>(
     mask: &Strided<T>,
-    width: usize,
     packed_token_indices: &mut [i64],
-    cu_seqlens: &mut [i32],
-) -> i64 {
-    let mut sorted = Vec::new();
-    let mut row_values = Vec::with_capacity(mask.cols);
-    let mut max_seqlen = 0i64;
-    let mut counts: Vec<u32> = Vec::new();
+    cu_rows: &mut [i32],
+    spans: &mut [i64],
+) -> MaskSummary {
+    let mut scratch = RowScratch::default();
+    let mut gathered = Vec::new();
+    let mut summary = MaskSummary { nonzero: 0, largest: i64::MIN, max_seqlen: 0 };
+    let row_width = mask.cols + 1;
     for row in 0..mask.rows {
-        row_values.clear();
-        let mut row_nonzero = 0i64;
-        let mut row_largest = i64::MIN;
         let indices = &mut packed_token_indices[row * mask.cols..(row + 1) * mask.cols];
-        for (col, slot) in indices.iter_mut().enumerate() {
-            let value = mask.get(row, col);
-            *slot = if value != 0 { col as i64 } else { -1 };
-            row_nonzero += i64::from(value != 0);
-            row_largest = row_largest.max(value);
-            row_values.push(value);
-        }
-        let cu = &mut cu_seqlens[row * width..(row + 1) * width];
-        cu.fill(-1);
-        cu[0] = 0;
-        if row_nonzero == 0 {
-            continue;
-        }
-        if row_largest <= 1 {
-            cu[1] = row_nonzero as i32;
-            max_seqlen = max_seqlen.max(row_nonzero);
-            continue;
-        }
-        let table = count_table(row_largest, mask.cols);
-        if table.len() > counts.len() {
-            counts = table;
-        }
-        let mut scratch = std::mem::take(&mut counts);
-        if !scratch.is_empty() && scratch.len() < row_largest as usize + 1 {
-            scratch.clear();
-        }
-        let mut spans = 0usize;
-        let mut total = 0i64;
-        indexed_row_spans(&row_values, row_largest, &mut scratch, &mut sorted, &mut |length| {
-            total += length;
-            spans += 1;
-            cu[spans] = total as i32;
-            max_seqlen = max_seqlen.max(length);
-        });
-        counts = scratch;
+        let cu = &mut cu_rows[row * row_width..(row + 1) * row_width];
+        let found = match mask.contiguous_row(row) {
+            Some(values) => metadata_row(values, indices, cu, &mut scratch),
+            None => {
+                gathered.clear();
+                gathered.extend((0..mask.cols).map(|col| mask.get(row, col)));
+                metadata_row(&gathered, indices, cu, &mut scratch)
+            }
+        };
+        spans[row] = found.spans as i64;
+        summary.nonzero += found.nonzero;
+        summary.largest = summary.largest.max(found.largest);
+        summary.max_seqlen = summary.max_seqlen.max(found.longest);
     }
-    max_seqlen
+    summary
+}
+
+/// One row's findings (see [`metadata_row`]).
+struct RowFound {
+    spans: usize,
+    longest: i64,
+    nonzero: i64,
+    largest: i64,
+}
+
+/// Reusable buffers of [`metadata_row`].
+#[derive(Default)]
+struct RowScratch {
+    bounds: Vec<usize>,
+    values: Vec<i64>,
+    counts: Vec<u32>,
+    sorted: Vec<i64>,
+}
+
+/// One row of [`metadata_fill`]: `indices`, and `cu` (`cols + 1` long) up to the row's spans.
+///
+/// One branch-free pass writes the indices, counts the nonzero entries, finds the largest value
+/// and records where the value changes (the stretch starts); then, when the row's positive ids
+/// come in stretches of strictly increasing ids (each id one stretch, as document ids do), each
+/// id's count is its stretch's length, in id order: the cost per document is a few
+/// instructions, not a branch per token. Any other indexed row is counted again by
+/// [`indexed_row_spans`].
+fn metadata_row<T: Copy + Into<i64>>(values: &[T], indices: &mut [i64], cu: &mut [i32], scratch: &mut RowScratch) -> RowFound {
+    let cols = values.len();
+    cu[0] = 0;
+    let mut found = RowFound { spans: 0, longest: 0, nonzero: 0, largest: i64::MIN };
+    if cols == 0 {
+        return found;
+    }
+    let bounds = &mut scratch.bounds;
+    bounds.clear();
+    bounds.resize(cols + 1, 0);
+    let mut stretches = 1usize;
+    let (mut nonzero, mut largest) = (0i64, i64::MIN);
+    let mut previous: i64 = values[0].into();
+    for (col, (&value, slot)) in values.iter().zip(indices.iter_mut()).enumerate() {
+        let value: i64 = value.into();
+        *slot = if value != 0 { col as i64 } else { -1 };
+        nonzero += i64::from(value != 0);
+        largest = largest.max(value);
+        bounds[stretches] = col;
+        stretches += usize::from(value != previous);
+        previous = value;
+    }
+    found.nonzero = nonzero;
+    found.largest = largest;
+    if nonzero == 0 {
+        return found;
+    }
+    if largest <= 1 {
+        // a binary row: one span of its nonzero count [meta-cu-seqlens]
+        cu[1] = nonzero as i32;
+        found.spans = 1;
+        found.longest = nonzero;
+        return found;
+    }
+    let (mut spans, mut last_id, mut longest) = (0usize, 0i64, 0i64);
+    let mut increasing = true;
+    for stretch in 0..stretches {
+        let start = bounds[stretch];
+        let id: i64 = values[start].into();
+        if id <= 0 {
+            continue;
+        }
+        if id <= last_id {
+            increasing = false;
+            break;
+        }
+        let end = if stretch + 1 < stretches { bounds[stretch + 1] } else { cols };
+        let length = (end - start) as i64;
+        spans += 1;
+        cu[spans] = cu[spans - 1] + length as i32;
+        longest = longest.max(length);
+        last_id = id;
+    }
+    if increasing {
+        found.spans = spans;
+        found.longest = longest;
+        return found;
+    }
+    // the general indexed route: count every id 1..=largest of the row
+    scratch.values.clear();
+    scratch.values.extend(values.iter().map(|&v| v.into()));
+    let table = count_table(largest, cols);
+    if table.len() > scratch.counts.len() {
+        scratch.counts = table;
+    }
+    let mut counts = std::mem::take(&mut scratch.counts);
+    if !counts.is_empty() && counts.len() < largest as usize + 1 {
+        counts = Vec::new();
+    }
+    let (mut spans, mut total, mut longest) = (0usize, 0i64, 0i64);
+    indexed_row_spans(&scratch.values, largest, &mut counts, &mut scratch.sorted, &mut |length| {
+        total += length;
+        spans += 1;
+        cu[spans] = total as i32;
+        longest = longest.max(length);
+    });
+    scratch.counts = counts;
+    found.spans = spans;
+    found.longest = longest;
+    found
 }
 
 /// The options of one `convert_text_batch` call that the row pass reads.
@@ -199,6 +310,53 @@ pub struct ConvertOutputs<'a> {
     pub attention_document_ids: &'a mut [i64],
 }
 
+/// Outputs of the batched route written in the same row pass, each only when asked for:
+/// copies of the selected ids (`_packed_seq_ids`, the `document_ids` attention mask), and the
+/// metadata bundle of the selected ids [batched-metadata]: `packed_token_indices` `[B, S]`,
+/// each row's `cu_seqlens` into `cu_rows` (`[B, S + 1]`, the row's spans + 1 entries used) and
+/// its span count into `spans` (`[B]`).
+#[derive(Default)]
+pub struct ConvertExtras<'a> {
+    pub packed_seq_ids: Option<&'a mut [i64]>,
+    pub attention_mask: Option<&'a mut [i64]>,
+    pub packed_token_indices: Option<&'a mut [i64]>,
+    pub cu_rows: Option<&'a mut [i32]>,
+    pub spans: Option<&'a mut [i64]>,
+}
+
+/// Where a row's record values are: already in the `[B, width]` scratch (ingested lists, or
+/// values Python converted), or read here from the record's own int64 / int32 buffer with an
+/// element stride (a tensor or numpy array, never copied by Python).
+pub enum RowSource<'a> {
+    Scratch,
+    I64(&'a [i64], usize),
+    I32(&'a [i32], usize),
+}
+
+impl RowSource<'_> {
+    /// Copies the first `out.len()` values of the source into `out` (not for `Scratch`).
+    fn read_into(&self, out: &mut [i64]) {
+        match *self {
+            RowSource::Scratch => {}
+            RowSource::I64(data, 1) => out.copy_from_slice(&data[..out.len()]),
+            RowSource::I64(data, stride) => out.iter_mut().enumerate().for_each(|(i, slot)| *slot = data[i * stride]),
+            RowSource::I32(data, stride) => {
+                out.iter_mut().enumerate().for_each(|(i, slot)| *slot = i64::from(data[i * stride]))
+            }
+        }
+    }
+}
+
+/// What the row pass found: the largest translated xdoc position of a token with
+/// `document_ids > 0` (-1 without xdoc), the longest span of the selected ids and their
+/// largest value (both 0 when the metadata is not asked for).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ConvertSummary {
+    pub largest_translated: i64,
+    pub max_seqlen: i64,
+    pub largest_id: i64,
+}
+
 /// A record's positions break [ctb-input-errors] item 10.
 #[derive(Debug, PartialEq, Eq)]
 pub enum PositionsError {
@@ -212,29 +370,50 @@ pub enum PositionsError {
 /// [ctb-shift], labels [ctb-padding-labels, ctb-segment-starts, ctb-ignore-index],
 /// `padding_mask` [ctb-padding-mask], `document_ids` [ctb-document-ids], the selected ids
 /// [ctb-attention-ids] and under xdoc the translated positions and joined ids [ctb-xdoc,
-/// xdoc-positions, xdoc-attention-ids].
+/// xdoc-positions, xdoc-attention-ids]; then, from the row still in cache, the `extras`.
 ///
 /// `tokens` and `positions` are `[B, width]` scratch: row `b`'s first `lengths[b]` entries
-/// hold the record's values (positions only where `has_positions[b]`); the rest is filled
-/// here. Returns the largest translated position of a token with `document_ids > 0` under
-/// xdoc (-1 otherwise), which the caller bounds by `max_sequence_length` [xdoc-contract].
+/// hold the record's values where its source is `Scratch` (positions only where
+/// `has_positions[b]`); other rows are read from their source into a row buffer. The rest is
+/// filled here. The summary's largest translated position is what the caller bounds by
+/// `max_sequence_length` [xdoc-contract].
+#[allow(clippy::too_many_arguments)]
 pub fn convert_rows(
     tokens: &mut [i64],
     positions: &mut [i64],
+    token_sources: &[RowSource],
+    position_sources: &[RowSource],
     has_positions: &[u8],
     lengths: &[i64],
     padding: &[i64],
     options: &ConvertOptions,
     out: ConvertOutputs,
-) -> Result<i64, PositionsError> {
+    mut extras: ConvertExtras,
+) -> Result<ConvertSummary, PositionsError> {
     let width = options.width;
     let sequence = width - 1;
-    let mut largest_translated = -1i64;
+    let mut summary = ConvertSummary { largest_translated: -1, ..ConvertSummary::default() };
+    let mut own_tokens = vec![0i64; width];
+    let mut own_positions = vec![0i64; width];
     for (row, (&length, &pad)) in lengths.iter().zip(padding).enumerate() {
         let length = length as usize;
         let first_pad = length - pad as usize;
-        let row_tokens = &mut tokens[row * width..(row + 1) * width];
-        let row_positions = &mut positions[row * width..(row + 1) * width];
+        let row_tokens: &mut [i64] = match &token_sources[row] {
+            RowSource::Scratch => &mut tokens[row * width..(row + 1) * width],
+            source => {
+                source.read_into(&mut own_tokens[..length]);
+                &mut own_tokens
+            }
+        };
+        let row_positions: &mut [i64] = match &position_sources[row] {
+            RowSource::Scratch => &mut positions[row * width..(row + 1) * width],
+            source => {
+                if has_positions[row] != 0 {
+                    source.read_into(&mut own_positions[..length]);
+                }
+                &mut own_positions
+            }
+        };
         row_tokens[length..].fill(options.pad_token_id);
         if has_positions[row] != 0 {
             if row_positions[0] != 0 {
@@ -257,7 +436,8 @@ pub fn convert_rows(
         let position_ids = &mut out.position_ids[span.clone()];
         let padding_mask = &mut out.padding_mask[span.clone()];
         let document_ids = &mut out.document_ids[span.clone()];
-        let selected = &mut out.attention_document_ids[span];
+        let selected = &mut out.attention_document_ids[span.clone()];
+        input_ids.copy_from_slice(&row_tokens[..sequence]);
         let mut document = 0i64;
         // xdoc: the offset of the current subdocument and the largest translated coordinate so far
         let mut offset = 0i64;
@@ -265,7 +445,6 @@ pub fn convert_rows(
         for i in 0..sequence {
             let position = row_positions[i];
             let is_padding = i >= first_pad;
-            input_ids[i] = row_tokens[i];
             let masked = i + 1 >= first_pad || (options.mask_segment_starts && row_positions[i + 1] == 0);
             labels[i] = if masked { options.ignore_index } else { row_tokens[i + 1] };
             padding_mask[i] = u8::from(is_padding);
@@ -288,9 +467,46 @@ pub fn convert_rows(
                 selected[i] = if options.cross_document { 0 } else { id };
             }
         }
-        largest_translated = largest_translated.max(largest_in_row);
+        summary.largest_translated = summary.largest_translated.max(largest_in_row);
+        let selected = &out.attention_document_ids[span.clone()];
+        if let Some(copy) = extras.packed_seq_ids.as_deref_mut() {
+            copy[span.clone()].copy_from_slice(selected);
+        }
+        if let Some(copy) = extras.attention_mask.as_deref_mut() {
+            copy[span.clone()].copy_from_slice(selected);
+        }
+        if let Some(indices) = extras.packed_token_indices.as_deref_mut() {
+            for (i, (slot, &id)) in indices[span.clone()].iter_mut().zip(selected).enumerate() {
+                *slot = if id != 0 { i as i64 } else { -1 };
+            }
+        }
+        if let (Some(cu_rows), Some(spans)) = (extras.cu_rows.as_deref_mut(), extras.spans.as_deref_mut()) {
+            // the selected ids are stretches of increasing ids (1, 2, ... or all 1 under xdoc),
+            // then zeros: each id's count is its stretch's length [batched-metadata]
+            let cu = &mut cu_rows[row * width..(row + 1) * width];
+            cu[0] = 0;
+            let mut count = 0usize;
+            row_stretches(selected, &mut |length| {
+                count += 1;
+                cu[count] = cu[count - 1] + length as i32;
+                summary.max_seqlen = summary.max_seqlen.max(length);
+            });
+            spans[row] = count as i64;
+            summary.largest_id = summary.largest_id.max(selected.iter().copied().max().unwrap_or(0));
+        }
     }
-    Ok(largest_translated)
+    Ok(summary)
+}
+
+/// `cu_seqlens` `[B, width]` of the row pass's `cu_rows` (`[B, row_width]`) and span counts:
+/// each row's `spans + 1` entries, then `-1` [meta-cu-seqlens].
+pub fn cu_from_rows(cu_rows: &[i32], row_width: usize, spans: &[i64], width: usize, cu_seqlens: &mut [i32]) {
+    for (row, &count) in spans.iter().enumerate() {
+        let used = count as usize + 1;
+        let out = &mut cu_seqlens[row * width..(row + 1) * width];
+        out[..used].copy_from_slice(&cu_rows[row * row_width..row * row_width + used]);
+        out[used..].fill(-1);
+    }
 }
 
 /// Span lengths of a row of selected ids: its maximal stretches of equal positive ids
@@ -380,16 +596,40 @@ mod tests {
         Strided { data, rows, cols, row_stride: cols, col_stride: 1 }
     }
 
+    /// `build_packed_sequence_metadata`'s indices, `cu_seqlens` (`[rows, width]`) and `max_seqlen`.
+    fn metadata(mask: &[i64], rows: usize, cols: usize) -> (Vec<i64>, Vec<i32>, i64) {
+        let mut indices = vec![0i64; rows * cols];
+        let mut cu_rows = vec![7i32; rows * (cols + 1)];
+        let mut spans = vec![0i64; rows];
+        let summary = metadata_fill(&strided(mask, rows, cols), &mut indices, &mut cu_rows, &mut spans);
+        let width = summary.largest.max(1) as usize + 1;
+        let mut cu = vec![0i32; rows * width];
+        cu_from_rows(&cu_rows, cols + 1, &spans, width, &mut cu);
+        (indices, cu, summary.max_seqlen)
+    }
+
     #[test]
     fn example_k_metadata() {
-        let mask = [1, 2, 0, 0, 0, 0];
-        let view = strided(&mask, 2, 3);
-        let mut indices = [0i64; 6];
-        let mut cu = [0i32; 6];
-        let max_seqlen = metadata_fill(&view, 3, &mut indices, &mut cu);
+        let (indices, cu, max_seqlen) = metadata(&[1, 2, 0, 0, 0, 0], 2, 3);
         assert_eq!(indices, [0, 1, -1, -1, -1, -1]);
         assert_eq!(cu, [0, 1, 2, 0, -1, -1]);
         assert_eq!(max_seqlen, 1);
+    }
+
+    #[test]
+    fn metadata_counts_ids_whether_or_not_they_come_in_increasing_stretches() {
+        // row 0: stretches 1, 2, 3 (the stretch route); row 1: id 2 before id 1 and id 2 twice
+        // (counted per id); row 2: binary; row 3: all zero
+        let mask = [1, 1, 2, 3, 3, 3, 0, 0, 2, 2, 1, 1, 0, 2, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let (indices, cu, max_seqlen) = metadata(&mask, 4, 8);
+        assert_eq!(&cu[..8], &[0, 2, 3, 6, 0, 2, 5, -1]);
+        assert_eq!(&cu[8..], &[0, 3, -1, -1, 0, -1, -1, -1]);
+        assert_eq!(max_seqlen, 3);
+        assert_eq!(&indices[..8], &[0, 1, 2, 3, 4, 5, -1, -1]);
+        // negative entries are nonzero for the indices but no id
+        let (indices, cu, max_seqlen) = metadata(&[3, -1, 3, 0, 2, 2, 0, 0], 1, 8);
+        assert_eq!((cu, max_seqlen), (vec![0, 2, 4, -1], 2));
+        assert_eq!(indices, [0, 1, 2, -1, 4, 5, -1, -1]);
     }
 
     #[test]
@@ -418,7 +658,9 @@ mod tests {
             document_ids: &mut doc,
             attention_document_ids: &mut sel,
         };
-        convert_rows(&mut tokens, &mut positions, &[1, 1], &[9, 9], &[2, 1], &options, out).unwrap();
+        let sources = [RowSource::Scratch, RowSource::Scratch];
+        let extras = ConvertExtras::default();
+        convert_rows(&mut tokens, &mut positions, &sources, &sources, &[1, 1], &[9, 9], &[2, 1], &options, out, extras).unwrap();
         assert_eq!(labels, [12, 13, 21, 22, 31, 32, -100, -100, 42, 43, 44, 45, 51, 52, 53, -100]);
         assert_eq!(doc, [1, 1, 1, 2, 2, 3, 3, 0, 1, 1, 1, 1, 1, 2, 2, 2]);
         let width = max_spans(&sel, 8);

@@ -14,7 +14,7 @@ mod kernels;
 
 use std::ffi::{c_int, c_longlong, c_void};
 
-use kernels::{ConvertOptions, ConvertOutputs, PositionsError, Strided};
+use kernels::{ConvertExtras, ConvertOptions, ConvertOutputs, PositionsError, RowSource, Strided};
 
 /// CPython's object header (a GIL build: reference count, then the type pointer).
 #[repr(C)]
@@ -228,12 +228,15 @@ pub unsafe extern "C" fn bs_get_unpad_data(
     result[1] = max_seqlen;
 }
 
-/// `build_packed_sequence_metadata` [meta-indices, meta-cu-seqlens, meta-max-seqlen]: fills
-/// `packed_token_indices` (`[rows, cols]` int64) and `cu_seqlens` (`[rows, width]` int32);
-/// returns `max_seqlen`.
+/// `build_packed_sequence_metadata` [meta-indices, meta-cu-seqlens, meta-max-seqlen] in one
+/// pass over the mask: fills `packed_token_indices` (`[rows, cols]` int64), each row's
+/// cumulative span lengths into `cu_rows` (`[rows, cols + 1]` int32, only the row's spans + 1
+/// first entries written) and the span counts into `spans` (`[rows]` int64); `summary[0..3]`
+/// gets the nonzero count, the largest value and `max_seqlen`. `bs_cu_from_rows` then lays
+/// `cu_seqlens` out at the width the largest value gives.
 ///
 /// # Safety
-/// `data` covers the strided view; the outputs hold `rows * cols` and `rows * width` elements.
+/// `data` covers the strided view; the outputs hold the sizes given; `summary` 3 int64.
 #[no_mangle]
 pub unsafe extern "C" fn bs_build_packed_sequence_metadata(
     data: *const c_void,
@@ -242,25 +245,29 @@ pub unsafe extern "C" fn bs_build_packed_sequence_metadata(
     cols: usize,
     row_stride: usize,
     col_stride: usize,
-    width: usize,
     packed_token_indices: *mut i64,
-    cu_seqlens: *mut i32,
-) -> i64 {
+    cu_rows: *mut i32,
+    spans: *mut i64,
+    summary: *mut i64,
+) {
     planted_fault("build_packed_sequence_metadata");
     // SAFETY: the output buffers hold the sizes given (caller's contract).
-    let (indices, cu) = unsafe {
+    let (indices, cu_rows, spans, summary) = unsafe {
         (
             std::slice::from_raw_parts_mut(packed_token_indices, rows * cols),
-            std::slice::from_raw_parts_mut(cu_seqlens, rows * width),
+            std::slice::from_raw_parts_mut(cu_rows, rows * (cols + 1)),
+            std::slice::from_raw_parts_mut(spans, rows),
+            std::slice::from_raw_parts_mut(summary, 3),
         )
     };
     // SAFETY: forwarded caller's contract.
-    unsafe {
+    let found = unsafe {
         with_mask(data, kind, [rows, cols], [row_stride, col_stride], |view| match view {
-            MaskView::U8(mask) => kernels::metadata_fill(&mask, width, indices, cu),
-            MaskView::I64(mask) => kernels::metadata_fill(&mask, width, indices, cu),
+            MaskView::U8(mask) => kernels::metadata_fill(&mask, indices, cu_rows, spans),
+            MaskView::I64(mask) => kernels::metadata_fill(&mask, indices, cu_rows, spans),
         })
-    }
+    };
+    summary.copy_from_slice(&[found.nonzero, found.largest, found.max_seqlen]);
 }
 
 /// `convert_rows` status: OK, or a record's positions do not start at 0 / hold a negative
@@ -269,9 +276,46 @@ pub const CONVERT_OK: c_int = 0;
 pub const CONVERT_POSITIONS_START: c_int = 1;
 pub const CONVERT_POSITIONS_NEGATIVE: c_int = 2;
 
+/// Row source kinds of `bs_convert_rows` (each row's `[pointer, element stride, kind]`).
+pub const SOURCE_SCRATCH: i64 = 0;
+pub const SOURCE_I64: i64 = 1;
+pub const SOURCE_I32: i64 = 2;
+
+/// The rows' sources as `RowSource`s.
+///
+/// # Safety
+/// `sources` holds `3 * lengths.len()` int64; a row of kind `SOURCE_I64` / `SOURCE_I32` names a
+/// readable buffer of that element type with `lengths[b]` elements `stride >= 1` apart.
+unsafe fn row_sources<'a>(sources: *const i64, lengths: &[i64]) -> Vec<RowSource<'a>> {
+    // SAFETY: caller's contract.
+    let table = unsafe { std::slice::from_raw_parts(sources, 3 * lengths.len()) };
+    table
+        .chunks(3)
+        .zip(lengths)
+        .map(|(source, &length)| {
+            let (pointer, stride, kind) = (source[0] as usize, source[1].max(1) as usize, source[2]);
+            let extent = (length as usize).saturating_sub(1) * stride + 1;
+            // SAFETY: caller's contract: `extent` readable elements of the kind's type.
+            unsafe {
+                match kind {
+                    SOURCE_I64 => RowSource::I64(std::slice::from_raw_parts(pointer as *const i64, extent), stride),
+                    SOURCE_I32 => RowSource::I32(std::slice::from_raw_parts(pointer as *const i32, extent), stride),
+                    _ => RowSource::Scratch,
+                }
+            }
+        })
+        .collect()
+}
+
 /// The row pass of `convert_text_batch` (kernels::convert_rows). `tokens` / `positions` are
-/// `[rows, width]` scratch; the six outputs `[rows, width - 1]`. `*largest_translated` gets
-/// the largest translated xdoc position (-1 without xdoc).
+/// `[rows, width]` scratch, read where a row's source (`token_sources` / `position_sources`,
+/// `[rows, 3]`: pointer, element stride, kind) is `SOURCE_SCRATCH`; `outputs` holds 11
+/// pointers: the six `[rows, width - 1]` outputs, then the optional extras (null when not
+/// asked for): `_packed_seq_ids`, the `document_ids` attention mask, `packed_token_indices`
+/// (int64 `[rows, width - 1]`), `cu_rows` (int32 `[rows, width]`) and `spans` (int64 `[rows]`,
+/// with `cu_rows`). `results[0..4]` get the largest translated xdoc position (-1 without
+/// xdoc), the record whose positions are bad (on an error status), `max_seqlen` and the
+/// largest selected id (with `cu_rows`).
 ///
 /// # Safety
 /// Every pointer holds the elements its shape says; `lengths`, `padding`, `has_positions`
@@ -282,6 +326,8 @@ pub unsafe extern "C" fn bs_convert_rows(
     width: usize,
     tokens: *mut i64,
     positions: *mut i64,
+    token_sources: *const i64,
+    position_sources: *const i64,
     has_positions: *const u8,
     lengths: *const i64,
     padding: *const i64,
@@ -290,22 +336,25 @@ pub unsafe extern "C" fn bs_convert_rows(
     cross_document: c_int,
     pad_token_id: i64,
     outputs: *const *mut c_void,
-    largest_translated: *mut i64,
-    bad_row: *mut i64,
+    results: *mut i64,
 ) -> c_int {
     planted_fault("convert_text_batch");
     let cells = rows * (width - 1);
     // SAFETY: sizes as documented (caller's contract); the buffers are distinct tensors.
-    let (tokens, positions, has_positions, lengths, padding, outputs) = unsafe {
+    let (tokens, positions, has_positions, lengths, padding, outputs, results) = unsafe {
         (
             std::slice::from_raw_parts_mut(tokens, rows * width),
             std::slice::from_raw_parts_mut(positions, rows * width),
             std::slice::from_raw_parts(has_positions, rows),
             std::slice::from_raw_parts(lengths, rows),
             std::slice::from_raw_parts(padding, rows),
-            std::slice::from_raw_parts(outputs, 6),
+            std::slice::from_raw_parts(outputs, 11),
+            std::slice::from_raw_parts_mut(results, 4),
         )
     };
+    // SAFETY: the sources' contract is the caller's.
+    let (token_sources, position_sources) =
+        unsafe { (row_sources(token_sources, lengths), row_sources(position_sources, lengths)) };
     // SAFETY: outputs[0..6] are distinct [rows, width - 1] buffers: int64, except the bool
     // padding_mask (outputs[3], one byte per element).
     let out = unsafe {
@@ -318,6 +367,19 @@ pub unsafe extern "C" fn bs_convert_rows(
             attention_document_ids: std::slice::from_raw_parts_mut(outputs[5] as *mut i64, cells),
         }
     };
+    // SAFETY: each non-null extra is a distinct buffer of the documented size.
+    let extras = unsafe {
+        let optional = |pointer: *mut c_void, count: usize| {
+            (!pointer.is_null()).then(|| std::slice::from_raw_parts_mut(pointer as *mut i64, count))
+        };
+        ConvertExtras {
+            packed_seq_ids: optional(outputs[6], cells),
+            attention_mask: optional(outputs[7], cells),
+            packed_token_indices: optional(outputs[8], cells),
+            cu_rows: (!outputs[9].is_null()).then(|| std::slice::from_raw_parts_mut(outputs[9] as *mut i32, rows * width)),
+            spans: optional(outputs[10], rows),
+        }
+    };
     let options = ConvertOptions {
         width,
         ignore_index,
@@ -325,24 +387,59 @@ pub unsafe extern "C" fn bs_convert_rows(
         cross_document: cross_document != 0,
         pad_token_id,
     };
-    let result = kernels::convert_rows(tokens, positions, has_positions, lengths, padding, &options, out);
-    // SAFETY: both result pointers are writable int64 (caller's contract).
-    unsafe {
-        match result {
-            Ok(largest) => {
-                *largest_translated = largest;
-                CONVERT_OK
-            }
-            Err(PositionsError::NotStartingAtZero(row)) => {
-                *bad_row = row as i64;
-                CONVERT_POSITIONS_START
-            }
-            Err(PositionsError::Negative(row)) => {
-                *bad_row = row as i64;
-                CONVERT_POSITIONS_NEGATIVE
-            }
+    let result = kernels::convert_rows(
+        tokens,
+        positions,
+        &token_sources,
+        &position_sources,
+        has_positions,
+        lengths,
+        padding,
+        &options,
+        out,
+        extras,
+    );
+    match result {
+        Ok(summary) => {
+            results[0] = summary.largest_translated;
+            results[2] = summary.max_seqlen;
+            results[3] = summary.largest_id;
+            CONVERT_OK
+        }
+        Err(PositionsError::NotStartingAtZero(row)) => {
+            results[1] = row as i64;
+            CONVERT_POSITIONS_START
+        }
+        Err(PositionsError::Negative(row)) => {
+            results[1] = row as i64;
+            CONVERT_POSITIONS_NEGATIVE
         }
     }
+}
+
+/// `cu_seqlens` (`[rows, width]` int32) from the row pass's `cu_rows` (`[rows, row_width]`) and
+/// `spans` (`[rows]`): each row's spans + 1 entries, then -1.
+///
+/// # Safety
+/// The pointers hold the elements their shapes say; `spans[b] < min(width, row_width)`.
+#[no_mangle]
+pub unsafe extern "C" fn bs_cu_from_rows(
+    cu_rows: *const i32,
+    row_width: usize,
+    spans: *const i64,
+    rows: usize,
+    width: usize,
+    cu_seqlens: *mut i32,
+) {
+    // SAFETY: caller's contract.
+    let (cu_rows, spans, out) = unsafe {
+        (
+            std::slice::from_raw_parts(cu_rows, rows * row_width),
+            std::slice::from_raw_parts(spans, rows),
+            std::slice::from_raw_parts_mut(cu_seqlens, rows * width),
+        )
+    };
+    kernels::cu_from_rows(cu_rows, row_width, spans, width, out);
 }
 
 /// The largest span count of a row of contiguous `[rows, cols]` selected ids.
