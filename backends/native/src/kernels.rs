@@ -243,10 +243,11 @@ fn metadata_row<T: Copy + Into<i64>>(values: &[T], indices: &mut [i64], cu: &mut
         found.longest = nonzero;
         return found;
     }
-    let (mut spans, mut last_id, mut longest) = (0usize, 0i64, 0i64);
+    let (mut spans, mut last_id, mut longest, mut total) = (0usize, 0i64, 0i64, 0i64);
     let mut increasing = true;
+    bounds[stretches] = cols; // the end of the last stretch
     for stretch in 0..stretches {
-        let start = bounds[stretch];
+        let (start, end) = (bounds[stretch], bounds[stretch + 1]);
         let id: i64 = values[start].into();
         if id <= 0 {
             continue;
@@ -255,10 +256,10 @@ fn metadata_row<T: Copy + Into<i64>>(values: &[T], indices: &mut [i64], cu: &mut
             increasing = false;
             break;
         }
-        let end = if stretch + 1 < stretches { bounds[stretch + 1] } else { cols };
         let length = (end - start) as i64;
+        total += length;
         spans += 1;
-        cu[spans] = cu[spans - 1] + length as i32;
+        cu[spans] = total as i32; // the running total stays in a register (no store-to-load chain)
         longest = longest.max(length);
         last_id = id;
     }
