@@ -50,7 +50,7 @@ FAMILY_ORDER = ("convert", "docs_per_row", "metadata", "unpad", "collate", "load
 #: Comparators in the order their rows appear (after every backend); others follow, sorted.
 COMPARATOR_ORDER = ("upstream", "zephon.to_training", "hf.DataCollatorWithFlattening", "ingest")
 #: Backends listed first among the backends; others follow, sorted.
-BACKEND_ORDER = ("reference", "vectorized")
+BACKEND_ORDER = ("reference", "vectorized", "native")
 #: Implementations each row's speed-up is computed against: (column header, implementation).
 BASELINES = (("× reference", "reference"), ("× upstream", "upstream"), ("× zephon", "zephon.to_training"))
 #: Keys that may hold the command line the results were produced with.
@@ -593,44 +593,141 @@ def _ms(seconds: float | None) -> str:
     return f"{milliseconds:.0f}" if milliseconds >= 100 else fmt_sig(milliseconds)
 
 
-def summary_table(results: dict) -> str:
-    """docs/benchmarks.md's table: for each of ``SUMMARY_ROWS`` that ran, the median (ms) of
-    ``SUMMARY_BACKEND``, of each ``SUMMARY_COLUMNS`` implementation and of the ingest or HF
-    comparator, the backend's distance from the memory floor and its operator count."""
+def summary_table(results: dict, backend: str = SUMMARY_BACKEND) -> str:
+    """docs/benchmarks.md's table of ``backend`` (``SUMMARY_BACKEND`` unless named): for each of
+    ``SUMMARY_ROWS`` that it ran, its median (ms), that of each ``SUMMARY_COLUMNS`` implementation
+    and of the ingest or HF comparator, its distance from the memory floor and its operator count."""
     groups = _by_workload(parse_rows(results))
     bandwidth_bytes_per_s = bandwidth(results)
-    headers = ["workload", f"{SUMMARY_BACKEND} (ms)", *(h for _, h in SUMMARY_COLUMNS), "other"]
-    headers += [f"{SUMMARY_BACKEND} ÷ floor", f"{SUMMARY_BACKEND} ops"]
+    # another backend's table shows SUMMARY_BACKEND's medians beside its own
+    columns = SUMMARY_COLUMNS if backend == SUMMARY_BACKEND else ((SUMMARY_BACKEND, SUMMARY_BACKEND), *SUMMARY_COLUMNS)
+    headers = ["workload", f"{backend} (ms)", *(h for _, h in columns), "other"]
+    headers += [f"{backend} ÷ floor", f"{backend} ops"]
     lines = ["| " + " | ".join(headers) + " |", "|---|" + "---:|" * (len(headers) - 1)]
     for workload, label in SUMMARY_ROWS:
         by_implementation = {row.implementation: row for row in groups.get(workload, [])}
-        backend = by_implementation.get(SUMMARY_BACKEND)
-        if backend is None:
+        measured = by_implementation.get(backend)
+        if measured is None:
             continue
-        cells = [label, _ms(backend.median_s)]
-        cells += [_ms(getattr(by_implementation.get(name), "median_s", None)) for name, _ in SUMMARY_COLUMNS]
+        cells = [label, _ms(measured.median_s)]
+        cells += [_ms(getattr(by_implementation.get(name), "median_s", None)) for name, _ in columns]
         other = next(((by_implementation[n], h) for n, h in SUMMARY_OTHER if n in by_implementation), None)
         cells.append(f"{_ms(other[0].median_s)} ({other[1]})" if other else "")
-        floor_s = floor_seconds(backend, _workload_floor_bytes(groups[workload]), bandwidth_bytes_per_s)
-        cells.append(fmt_ratio(backend.median_s / floor_s) if floor_s and backend.median_s else "")
-        cells.append("" if backend.ops is None else str(int(backend.ops)))
+        floor_s = floor_seconds(measured, _workload_floor_bytes(groups[workload]), bandwidth_bytes_per_s)
+        cells.append(fmt_ratio(measured.median_s / floor_s) if floor_s and measured.median_s else "")
+        cells.append("" if measured.ops is None else str(int(measured.ops)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A performance target of a backend (issue 32, section 3) as a ratio of two medians of one
+    run: ``numerator ÷ denominator``, each an implementation name, ``"backend"`` (the backend's
+    own row) or ``"floor"`` (the workload's memory-floor time), over ``workloads``; with several
+    workloads (a sweep) the ratio is the backend's slowest median over its fastest."""
+
+    label: str
+    workloads: tuple[str, ...]
+    numerator: str
+    denominator: str
+    bound: float
+    at_most: bool  # True: the ratio must be <= bound; False: >= bound
+
+
+PIPELINE = "convert/document_ids+metadata/8x8192/pipeline"
+TARGETS = (
+    Target("pipeline payload: convert ÷ the bare ingest", (PIPELINE,), "backend", "ingest", 1.3, True),
+    Target(
+        "pipeline payload: Zephon `to_training` ÷ convert", (PIPELINE,), "zephon.to_training", "backend", 3.0, False
+    ),
+    Target(
+        "tensor payload: convert ÷ the memory floor",
+        ("convert/document_ids+metadata/8x8192/tensor",),
+        "backend",
+        "floor",
+        2.0,
+        True,
+    ),
+    Target(
+        "metadata, 200 documents per row: upstream 0.7.0 ÷ the backend",
+        ("docs_per_row/build_packed_sequence_metadata/0200",),
+        "upstream",
+        "backend",
+        200.0,
+        False,
+    ),
+    Target(
+        "metadata, 10 to 1000 documents per row: slowest ÷ fastest (flat)",
+        tuple(f"docs_per_row/build_packed_sequence_metadata/{d:04d}" for d in (10, 40, 200, 1000)),
+        "backend",
+        "backend",
+        1.25,
+        True,
+    ),
+)
+#: The backends the targets table puts side by side (the first is the one the targets are for).
+TARGET_BACKENDS = ("native", "vectorized")
+
+
+def target_ratio(results: dict, target: Target, backend: str) -> float | None:
+    """``target``'s ratio for ``backend`` in ``results`` (None when a median it needs is missing)."""
+    groups = _by_workload(parse_rows(results))
+    bandwidth_bytes_per_s = bandwidth(results)
+
+    def median(workload: str, name: str) -> float | None:
+        rows = groups.get(workload, [])
+        if name == "floor":
+            own = next((row for row in rows if row.implementation == backend), None)
+            return None if own is None else floor_seconds(own, _workload_floor_bytes(rows), bandwidth_bytes_per_s)
+        name = backend if name == "backend" else name
+        return next((row.median_s for row in rows if row.implementation == name and row.median_s), None)
+
+    if len(target.workloads) > 1:
+        medians = [median(workload, "backend") for workload in target.workloads]
+        return None if None in medians else max(medians) / min(medians)
+    numerator, denominator = (median(target.workloads[0], name) for name in (target.numerator, target.denominator))
+    return numerator / denominator if numerator and denominator else None
+
+
+def targets_table(results: dict, backends: Sequence[str] = TARGET_BACKENDS) -> str:
+    """docs/benchmarks.md's targets table: each of ``TARGETS``, its bound, and each backend's
+    ratio in ``results`` with whether it meets the bound."""
+    headers = ["target", "goal", *backends]
+    lines = ["| " + " | ".join(headers) + " |", "|---|---:|" + "---:|" * len(backends)]
+    for target in TARGETS:
+        cells = [target.label, ("≤ " if target.at_most else "≥ ") + fmt_ratio(target.bound)]
+        for backend in backends:
+            ratio = target_ratio(results, target, backend)
+            met = ratio is not None and (ratio <= target.bound if target.at_most else ratio >= target.bound)
+            cells.append("" if ratio is None else f"{fmt_ratio(ratio)} ({'met' if met else 'missed'})")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``report.py RESULTS.json [--out DIR]``, prints the paths written;
-    ``report.py RESULTS.json --summary`` prints docs/benchmarks.md's table instead."""
+    ``report.py RESULTS.json --summary [--backend NAME]`` prints docs/benchmarks.md's table of a
+    backend instead, ``--targets`` its table of issue 32's targets."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="pytest-benchmark JSON (from --benchmark-json=PATH)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the JSON's folder)")
     parser.add_argument(
         "--summary", action="store_true", help="print docs/benchmarks.md's summary table and write nothing"
     )
+    parser.add_argument(
+        "--backend", default=SUMMARY_BACKEND, help=f"the backend of --summary (default: {SUMMARY_BACKEND})"
+    )
+    parser.add_argument(
+        "--targets", action="store_true", help="print docs/benchmarks.md's table of the targets and write nothing"
+    )
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text(encoding="utf-8"))
     if args.summary:
-        print(summary_table(results))
+        print(summary_table(results, args.backend))
+        return 0
+    if args.targets:
+        print(targets_table(results))
         return 0
     for path in render(results, args.out if args.out is not None else args.results.resolve().parent):
         print(path)

@@ -293,8 +293,60 @@ def test_the_loader_table_shows_the_conversion_share(tmp_path):
 
 
 def test_the_benchmarks_page_shows_the_summary_of_the_committed_results():
-    """docs/benchmarks.md's table is ``report.py --summary`` of ``bench/results/cpu.json``."""
+    """docs/benchmarks.md's tables are ``report.py --summary`` of ``bench/results/cpu.json``,
+    and ``--summary --backend=native`` and ``--targets`` of ``bench/results/native/cpu.json``
+    (the native backend's run, beside ``vectorized``)."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     results = json.loads((ROOT / "bench" / "results" / "cpu.json").read_text(encoding="utf-8"))
     table = report.summary_table(results)
     assert table.count("\n") >= 10  # a header, its rule and the rows that ran
-    assert table in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert table in page
+    native_results = json.loads((ROOT / "bench" / "results" / "native" / "cpu.json").read_text(encoding="utf-8"))
+    native = report.summary_table(native_results, "native")
+    assert native.count("\n") >= 10 and native in page
+    targets = report.targets_table(native_results)
+    assert targets.count("\n") == 1 + len(report.TARGETS) and "|  |" not in targets and targets in page
+
+
+def _target_results() -> dict:
+    """native and vectorized on the targets' workloads (10 GB/s: 10 MB of floor bytes is 1 ms)."""
+    pipeline, tensor = "convert/document_ids+metadata/8x8192/pipeline", "convert/document_ids+metadata/8x8192/tensor"
+    benchmarks = [
+        _bench(pipeline, "convert", "native", 0.0012),
+        _bench(pipeline, "convert", "vectorized", 0.004),
+        _bench(pipeline, "convert", "ingest", 0.001),
+        _bench(pipeline, "convert", "zephon.to_training", 0.0048),
+        _bench(tensor, "convert", "native", 0.0019, floor_bytes=10_000_000),
+        _bench(tensor, "convert", "vectorized", 0.0025, floor_bytes=10_000_000),
+    ]
+    for documents, native_s in ((10, 0.0001), (40, 0.0001), (200, 0.0001), (1000, 0.00013)):
+        workload = f"docs_per_row/build_packed_sequence_metadata/{documents:04d}"
+        benchmarks += [
+            _bench(workload, "docs_per_row", "native", native_s),
+            _bench(workload, "docs_per_row", "vectorized", 0.0005),
+        ]
+    benchmarks.append(_bench("docs_per_row/build_packed_sequence_metadata/0200", "docs_per_row", "upstream", 0.03))
+    return {"machine_info": {"batchspec": {"copy_bandwidth_bytes_per_s": BANDWIDTH}}, "benchmarks": benchmarks}
+
+
+def test_the_targets_table_holds_each_backends_ratio_and_verdict():
+    rows = report.targets_table(_target_results()).splitlines()
+    assert rows[0] == "| target | goal | native | vectorized |"
+    cells = [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows[2:]]
+    assert [row[1:] for row in cells] == [
+        ["≤ 1.30×", "1.20× (met)", "4.00× (missed)"],  # convert / ingest
+        ["≥ 3.00×", "4.00× (met)", "1.20× (missed)"],  # zephon / convert
+        ["≤ 2.00×", "1.90× (met)", "2.50× (missed)"],  # convert / floor (1 ms)
+        ["≥ 200×", "300× (met)", "60.0× (missed)"],  # upstream / backend at 200 documents per row
+        ["≤ 1.25×", "1.30× (missed)", "1.00× (met)"],  # slowest / fastest from 10 to 1000
+    ]
+
+
+def test_a_target_without_its_medians_is_left_blank():
+    results = _target_results()
+    results["benchmarks"] = [b for b in results["benchmarks"] if b["extra_info"]["implementation"] != "ingest"]
+    results["benchmarks"] = [b for b in results["benchmarks"] if not b["group"].endswith("/1000")]
+    assert report.target_ratio(results, report.TARGETS[0], "native") is None
+    assert report.target_ratio(results, report.TARGETS[4], "native") is None
+    row = report.targets_table(results).splitlines()[2]
+    assert row.endswith("| ≤ 1.30× |  |  |"), row
