@@ -33,8 +33,8 @@ def _start_native(folder: Path):
     if CARGO is None:
         return _NoCargo()
     env = build_native(folder)
-    args = ("bench/test_convert.py", "bench/test_metadata.py", "--backend=batchspec_native", "--benchmark-disable")
-    return BackgroundRun(folder, *args, "--bench-shapes=8x4096", "-k", NATIVE_SAMPLE, env=env)
+    args = ("bench", "--backend=batchspec_native", "--benchmark-disable", "--bench-shapes=8x4096")
+    return BackgroundRun(folder, *args, "-k", NATIVE_SAMPLE, env=env)
 
 
 native_bench_smoke_run = long_run("native_bench_smoke_run", _start_native)
