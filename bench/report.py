@@ -685,7 +685,8 @@ def target_ratio(results: dict, target: Target, backend: str) -> float | None:
 
     if len(target.workloads) > 1:
         medians = [median(workload, "backend") for workload in target.workloads]
-        return None if None in medians else max(medians) / min(medians)
+        known = [value for value in medians if value is not None]
+        return max(known) / min(known) if len(known) == len(medians) else None
     numerator, denominator = (median(target.workloads[0], name) for name in (target.numerator, target.denominator))
     return numerator / denominator if numerator and denominator else None
 
