@@ -12,7 +12,8 @@ So ``load_state_dict`` compares ``state`` with ``ENGINE_STATE``, the structure e
 checkpoint of the pipeline shares (Zephon 0.2.0's engine checkpoint, version 2), and rejects a
 mismatch as a ``malformed body`` before anything is restored:
 
-- a record (``Record``) has exactly its keys (an ``optional`` key may be absent);
+- a record (``Record``) has exactly its keys (an ``optional`` key may be absent); ``Either``
+  is one of several records (``world``: one rank's, or the one merged from every rank's);
 - an id map (``Ids``) is keyed by exactly the ids of its kind: ``lane`` maps by every lane
   ``"0"`` … ``"C-1"`` (C, the body's ``topology.canonical_replicas``), ``source`` maps by the
   lane's data sources (its ``component_order``); ``chunk`` and ``any`` maps by any ids;
@@ -71,6 +72,13 @@ class Ids:
 class Record:
     fields: dict
     optional: frozenset = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Either:
+    """One of several records, told apart by their keys (the first when none has them)."""
+
+    records: tuple
 
 
 COUNT, INT, NUMBER, STR, BOOL, ANY = (_Scalar(n) for n in ("count", "int", "number", "str", "bool", "any"))
@@ -142,15 +150,21 @@ ENGINE_STATE = Record(
         "version": Const(2),
         "work_config": ANY,
         "work_source": Maybe(_work_source(Maybe(COUNT))),
-        "world": Record(
-            {
-                "canonical_replicas": COUNT,
-                "dp_degree": COUNT,
-                "dp_group_id": COUNT,
-                "global_rank": COUNT,
-                "mapping": Ids("any", ListOf(COUNT)),
-                "world_size": COUNT,
-            }
+        # one rank's own checkpoint, or the one merged from every rank's (world_size > 1)
+        "world": Either(
+            (
+                Record(
+                    {
+                        "canonical_replicas": COUNT,
+                        "dp_degree": COUNT,
+                        "dp_group_id": COUNT,
+                        "global_rank": COUNT,
+                        "mapping": Ids("any", ListOf(COUNT)),
+                        "world_size": COUNT,
+                    }
+                ),
+                Record({"canonical_replicas": COUNT, "world_size": Maybe(COUNT)}),
+            )
         ),
     }
 )
@@ -214,6 +228,9 @@ def _check(value: Any, shape: Any, path: str, lanes: list[str], sources: list[st
         return
     if not isinstance(value, dict):
         raise _fail(path, "an object", value)
+    if isinstance(shape, Either):
+        matching = [record for record in shape.records if set(record.fields) == set(value)]
+        shape = matching[0] if matching else shape.records[0]
     if isinstance(shape, Record):
         missing = sorted(set(shape.fields) - set(value) - shape.optional)
         unknown = sorted(set(value) - set(shape.fields))
