@@ -117,8 +117,16 @@ def _mutations(states: list[dict]) -> dict[str, list[tuple[str, dict]]]:
         if kind == "record":
             for key in sorted(value):
                 add("record-key-missing", path, _edited(state, (*path, key), lambda p, k: p.pop(k)))
-                add("record-key-renamed", path, _edited(state, (*path, key), lambda p, k: p.__setitem__(k + "_x", p.pop(k))))
-            add("record-key-added", path, _edited(state, (*path, "x"), lambda p, k: p.__setitem__("batchspec_unknown", 0)))
+                add(
+                    "record-key-renamed",
+                    path,
+                    _edited(state, (*path, key), lambda p, k: p.__setitem__(k + "_x", p.pop(k))),
+                )
+            add(
+                "record-key-added",
+                path,
+                _edited(state, (*path, "x"), lambda p, k: p.__setitem__("batchspec_unknown", 0)),
+            )
         # item 2: one key for each lane, or each data source
         if kind in ("lanes", "sources"):
             ids = LANES if kind == "lanes" else SOURCES
@@ -226,6 +234,6 @@ def test_a_reshaped_state_is_a_malformed_body_at_load(backend, scratch, mutation
     whole = list(make_loader(backend, _pipeline(scratch / "whole")))
     check(
         rest == whole[POSITIONS[-1] :],
-        f"the unmutated state resumes {rest}, but should resume {whole[POSITIONS[-1]:]} [state-exact-resume]",
+        f"the unmutated state resumes {rest}, but should resume {whole[POSITIONS[-1] :]} [state-exact-resume]",
         clause="state-exact-resume",
     )

@@ -207,7 +207,7 @@ def _check(value: Any, shape: Any, path: str, lanes: list[str], sources: list[st
     if isinstance(shape, _Scalar):
         kind = _json_type(value)
         if shape is COUNT and not (kind == "integer" and 0 <= value < _INT64_END):
-            raise _fail(path, f"an integer in [0, 2**63)", value)
+            raise _fail(path, "an integer in [0, 2**63)", value)
         if shape is INT and not (kind == "integer" and -_INT64_END <= value < _INT64_END):
             raise _fail(path, "an integer in [-2**63, 2**63)", value)
         if shape is NUMBER and kind not in ("integer", "number"):
@@ -236,7 +236,7 @@ def _check(value: Any, shape: Any, path: str, lanes: list[str], sources: list[st
         unknown = sorted(set(value) - set(shape.fields))
         if missing or unknown:
             raise ValueError(
-                f"malformed body: state{path or ''} must hold the keys {sorted(shape.fields)}; missing {missing}, "
+                f"malformed body: state{path} must hold the keys {sorted(shape.fields)}; missing {missing}, "
                 f"unknown {unknown}"
             )
         if "component_order" in value and isinstance(value["component_order"], list):
@@ -247,7 +247,9 @@ def _check(value: Any, shape: Any, path: str, lanes: list[str], sources: list[st
     # an id map
     expected = {"lane": lanes, "source": sources}.get(shape.kind)
     if expected is not None and sorted(value) != sorted(expected):
-        raise ValueError(f"malformed body: state{path} must be keyed by the {shape.kind}s {sorted(expected)}, got {sorted(value)}")
+        raise ValueError(
+            f"malformed body: state{path} must be keyed by the {shape.kind}s {sorted(expected)}, got {sorted(value)}"
+        )
     for key in sorted(value):
         _check(value[key], shape.value, f"{path}[{key!r}]", lanes, sources)
 
