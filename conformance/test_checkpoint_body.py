@@ -135,7 +135,11 @@ def _mutations(states: list[dict]) -> dict[str, list[tuple[str, dict]]]:
             ids = LANES if kind == "lanes" else SOURCES
             extra = str(len(LANES)) if kind == "lanes" else "e"
             add(f"{kind}-id-missing", path, _edited(state, (*path, ids[-1]), lambda p, k: p.pop(k)))
-            add(f"{kind}-id-added", path, _edited(state, (*path, ids[0]), lambda p, k, x=extra: p.__setitem__(x, p[k])))
+
+            def copy_as_extra(parent: Any, key: Any, extra: str = extra) -> None:
+                parent[extra] = parent[key]
+
+            add(f"{kind}-id-added", path, _edited(state, (*path, ids[0]), copy_as_extra))
         if not path or not all(type(v) is type(value) for v in values):
             continue
         # item 3: the JSON type of each value (a null is never changed: the pipeline may write one)
