@@ -129,12 +129,14 @@ ZEROS = "0" * 64  # a fingerprint no pipeline has
 # --- the canonical fingerprint ----------------------------------------------------------
 
 
-def named_fingerprint(backend, pipeline) -> str:
+def named_fingerprint(backend, pipeline, scratch) -> str:
     """The backend's fingerprint of ``pipeline`` as its ``fingerprint mismatch`` error names
-    it, for a valid envelope saved under a fingerprint of zeros (nothing is iterated)."""
-    body = canonical_json(
-        {"fingerprint": ZEROS, "state": {}, "topology": {"world_size": 1, "dp_degree": 1, "canonical_replicas": 1}}
-    )
+    it, for a valid envelope whose fingerprint was replaced by zeros (``pipeline`` is not
+    iterated). Its ``state`` is a checkpoint the backend saved (after one batch of a small index
+    pipeline), so a check of the state's structure [state-body-valid] passes it on to the
+    fingerprint's."""
+    saved = body_of(envelope_after(backend, index_pipeline(scratch / "probe-state", 4, 2, "redistribute"), 1))
+    body = canonical_json({**saved, "fingerprint": ZEROS})
     loader = make_loader(backend, pipeline)
     error = assert_raises(
         ValueError,
@@ -267,7 +269,7 @@ def test_fingerprint_is_the_sha256_of_the_canonical_description(backend, scratch
     options ignored, exactly the listed settings, unset ones null."""
     build, stages = PIPELINES[name]
     expected = fingerprint_of(stages)
-    got = named_fingerprint(backend, build(scratch))
+    got = named_fingerprint(backend, build(scratch), scratch)
     check(
         got == expected,
         f"fingerprint {got}, but should be {expected}, the sha256 of "

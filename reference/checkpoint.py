@@ -21,7 +21,8 @@ raises ``ValueError`` whose message starts with its name:
 5. ``malformed body``: the body is not UTF-8 JSON (no NaN/Infinity, no duplicate keys), not an
    object with exactly the keys ``fingerprint`` (a string), ``state`` (an object) and
    ``topology`` (an object with exactly ``world_size``, ``dp_degree``, ``canonical_replicas``,
-   each an integer >= 1).
+   each an integer >= 1); or its ``state`` is not shaped like the checkpoint the pipeline
+   writes (``batchspec.reference.checkpoint_body``) [state-body-valid].
 6. ``fingerprint mismatch``: the body's fingerprint is not the loader's [state-fingerprint].
 7. ``canonical_replicas changed``: [state-canonical-replicas].
 
@@ -41,6 +42,8 @@ import json
 import numbers
 import struct
 from typing import Any, TypeGuard
+
+from batchspec.reference.checkpoint_body import check_state_structure
 
 __all__ = [
     "MAGIC",
@@ -105,7 +108,7 @@ def encode_state(state: dict, *, topology: dict, fingerprint: str) -> bytes:
 
 def decode_state(data: bytes, *, expected_fingerprint: str | None, expected_canonical_replicas: int | None) -> dict:
     """Check the envelope and return the Zephon state dict [state-envelope,
-    state-load-validates-first, state-fingerprint, state-canonical-replicas].
+    state-load-validates-first, state-body-valid, state-fingerprint, state-canonical-replicas].
 
     The checks run in the order of the module docstring (``bad magic``, ``unsupported
     version``, ``truncated``, ``checksum mismatch``, ``malformed body``, ``fingerprint
@@ -152,8 +155,10 @@ def decode_state(data: bytes, *, expected_fingerprint: str | None, expected_cano
     if hashlib.sha256(head).digest() != digest:
         raise ValueError("checksum mismatch: the sha256 digest does not match the state's contents")
 
-    # 5. malformed body
+    # 5. malformed body: the envelope's object, then its state against the structure of the
+    # pipeline's checkpoint [state-body-valid]
     body = _parse_body(head[_HEADER_SIZE:])
+    check_state_structure(body["state"], canonical_replicas=body["topology"]["canonical_replicas"])
 
     # 6. fingerprint mismatch
     fingerprint = body["fingerprint"]

@@ -238,8 +238,8 @@ def test_the_spec_version_declaration_is_required_and_minor_versions_are_compati
             raise AssertionError(f"BATCHSPEC_SPEC_VERSION={bad!r} was accepted")
     # A later minor version of the same major, and capability names this suite does not know
     # (a later minor's profiles), are accepted; the unknown names are ignored.
-    later = backend_with(BATCHSPEC_SPEC_VERSION="1.3", BATCHSPEC_CAPABILITIES=["unpad_data", "future_profile"])
-    assert later.spec_version == "1.3" and later.capabilities == frozenset({"unpad_data"})
+    later = backend_with(BATCHSPEC_SPEC_VERSION="1.5", BATCHSPEC_CAPABILITIES=["unpad_data", "future_profile"])
+    assert later.spec_version == "1.5" and later.capabilities == frozenset({"unpad_data"})
     assert later.ignored == frozenset({"future_profile"})
 
 

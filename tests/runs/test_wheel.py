@@ -118,7 +118,7 @@ def test_the_backend_guide_runs_as_written_from_a_backend_repository(wheel, tmp_
     where = _run([python, "-c", "import batchspec.conformance as c; print(c.__file__)"], repo, env=env).stdout
     assert where.startswith(str(site)), f"batchspec.conformance comes from {where}, not the wheel"
     assert (
-        "mybackend (mybackend) version=1.4.0 targets SPEC 1.3; capabilities: packed_metadata, unpad_data" in outputs[3]
+        "mybackend (mybackend) version=1.4.0 targets SPEC 1.4; capabilities: packed_metadata, unpad_data" in outputs[3]
     )
 
     report = json.loads((repo / "reports" / "conformance" / "report.json").read_text(encoding="utf-8"))
