@@ -20,7 +20,7 @@ _spec.loader.exec_module(sweep)
 def test_every_mutant_declares_the_spec_clauses_it_breaks_and_exposes_a_backend():
     known = spec_clauses()
     assert sweep.mutants(), "no mutant in tests/mutants/"
-    for name, path in sweep.mutants().items():
+    for name, path in {**sweep.mutants(), **sweep.kernel_mutants()}.items():
         summary, clauses = sweep.declared(path)
         assert summary, f"{name}: the docstring must say what the bug is"
         assert set(clauses) <= set(known), f"{name}: declares unknown clauses {sorted(set(clauses) - set(known))}"
@@ -62,3 +62,41 @@ def test_the_kill_table_reports_blame_precision_per_kill():
     assert "| 3/4 |" in table and "| 1/1 |" in table
     assert "1/2 killed with every blamed clause declared; blame precision 4/5 kills (80%" in table
     assert [sweep.ok(row) for row in rows] == [False, True]
+
+
+def test_a_run_without_a_verdict_is_not_a_kill_and_its_table_row_says_why():
+    """A mutant whose run ended without a report (a segfault in-process, mt_unpad_tail_mask_le
+    before the sweep ran its tests in a pytest-xdist worker) or was refused is NO with the reason
+    in the killed cell, never a silent NO; a kill by a crash is counted as one."""
+    rows = [
+        {"mutant": "mt_a", "summary": "a", "declared": ("unpad-binary",), "killed": False,
+         "error": "the run ended with exit status -11 and no report: ....FF | Fatal Python error"},
+        {"mutant": "mt_b", "summary": "b", "declared": ("unpad-binary",), "killed": True, "failed_tests": 2,
+         "crashed_tests": 1, "precise_kills": 1, "blamed": ["unpad-binary", "unpad-outputs"],
+         "wrong_blame": ["unpad-outputs"]},
+    ]  # fmt: skip
+    table = sweep.kill_table(rows)
+    assert "| NO: the run ended with exit status -11 and no report: ....FF \\| Fatal Python error |" in table
+    assert "| yes (1 by a crash) |" in table
+    assert [sweep.ok(row) for row in rows] == [False, False]
+
+
+def test_the_sweep_runs_the_suite_in_a_worker_and_reports_a_run_that_died(monkeypatch, tmp_path):
+    """The suite runs in one pytest-xdist worker with --dist=loadgroup, as ``batchspec`` runs it
+    (conformance/scheduling.py keeps a crash to its own test); a run that still dies without a
+    report is a row with the exit status and the output's tail, not a kill."""
+    import subprocess
+
+    seen = []
+
+    def died(command, **kwargs):
+        seen.append(command)
+        return subprocess.CompletedProcess(command, -11, stdout="....FF", stderr="Fatal Python error: Segmentation fault")
+
+    monkeypatch.setattr(sweep.subprocess, "run", died)
+    row = sweep.run_mutant("mt_unpad_tail_mask_le", tmp_path)
+    command = seen[0]
+    assert command[command.index("-n") + 1] == "1" and command[command.index("--dist") + 1] == "loadgroup"
+    assert row["killed"] is False
+    assert row["error"].startswith("the run ended with exit status -11 and no report"), row
+    assert "Segmentation fault" in row["error"]
