@@ -230,7 +230,9 @@ def case_unpad_canon():
 
 def case_unordered_ids():
     """Ids outside the caller's order ([unpad-precondition]: nothing is checked, the rules still
-    apply): an id split by another id, ids decreasing along the row."""
+    apply): an id split by another id, ids decreasing along the row. The spans are the indexed
+    route's, so a wrong one is blamed on [unpad-indexed] / [meta-cu-seqlens] and on
+    [unpad-precondition]."""
     cases = []
     for name, mask, indices, cu, max_seqlen, what in (
         ("split_id", [[1, 2, 1]], [0, 1, 2], [0, 2, 3], 2, "id 1 split by id 2"),
@@ -239,7 +241,7 @@ def case_unordered_ids():
         cases.append(
             Case(
                 name=f"test_unpad_{name}",
-                clauses=("unpad-precondition",),
+                clauses=("unpad-indexed", "unpad-precondition"),
                 description=f"{what}: per (row, id) counts, exactly as [unpad-indexed] defines them, and no error",
                 function="get_unpad_data",
                 inputs={"mask": long(mask)},
@@ -249,7 +251,7 @@ def case_unordered_ids():
         cases.append(
             Case(
                 name=f"test_meta_{name}",
-                clauses=("unpad-precondition",),
+                clauses=("meta-cu-seqlens", "unpad-precondition"),
                 description=f"{what}: row-local indices and per-id cu_seqlens, exactly as [meta-indices] and "
                 "[meta-cu-seqlens] define them",
                 function="build_packed_sequence_metadata",
