@@ -62,10 +62,12 @@ __all__ = [
     "UNSIGNED_DTYPES",
     "UnsignedBatch",
     "Route",
+    "block_batches",
     "block_masks",
     "call_arguments",
     "contracts",
     "describe_call",
+    "describe_long_rows",
     "describe_mask",
     "describe_route_call",
     "draw_format",
@@ -435,9 +437,11 @@ def describe_call(
     pad_to_length=None,
     pad_token_id=None,
 ) -> str:
-    """A runnable description of one ``convert_text_batch`` call on drawn rows."""
+    """A runnable description of one ``convert_text_batch`` call on drawn rows (``rows`` may be
+    their literal already, e.g. ``describe_long_rows``')."""
+    literal = rows if isinstance(rows, str) else describe_rows(rows)
     text = (
-        f"convert_text_batch(sample_batch({describe_rows(rows)}), {contract!r}, ignore_index={ignore_index}, "
+        f"convert_text_batch(sample_batch({literal}), {contract!r}, ignore_index={ignore_index}, "
         f"mask_segment_starts={mask_segment_starts}, allow_cross_document_attention={xdoc}, "
         f"output_format={output_format!r}"
     )
@@ -787,3 +791,51 @@ def describe_mask(mask: torch.Tensor) -> str:
             parts.append(f"{literal} * {i - start}" if i - start > 1 else literal)
             start = i
     return f"torch.tensor({' + '.join(parts) or '[]'}, dtype={mask.dtype})"
+
+
+@st.composite
+def block_batches(draw: st.DrawFn) -> PackedBatch:
+    """``convert_text_batch`` rows a kernel covers with more than one block: B in 1..2 packed
+    rows of S = L - 1 in ``BLOCK_ROW_LENGTHS`` (1025 most often), each split into documents at
+    one or two block edges of ``GPU_BLOCKS`` (a document starting at input column 1024 most
+    often: the boundary 1023 | 1024, now and then one column off) and up to two other columns,
+    the pad tail starting at a block edge, elsewhere, or absent. Tokens are ``start``,
+    ``start + 1``, ... (every label differs from its input); options as ``packed_batches``, the
+    contract requesting the metadata (either mask type)."""
+    length = draw(st.sampled_from(BLOCK_ROW_LENGTHS), label="S") + 1
+    edges = [e for e in GPU_BLOCKS if e < length - 1]
+    preferred = [e for e in edges if e == 1024] or edges
+    rows = []
+    for b in range(draw(st.integers(1, 2), label="B")):
+        real = length - draw(
+            st.one_of(st.just(0), st.sampled_from([length - e for e in edges]), st.integers(1, length - 2)),
+            label=f"padding[{b}]",
+        )
+        chosen = draw(st.lists(st.sampled_from(preferred + edges), min_size=1, max_size=2), label=f"edges[{b}]")
+        cuts = {e + draw(st.sampled_from((0, 0, 0, -1, 1)), label="offset") for e in chosen}
+        cuts |= draw(st.sets(st.integers(1, length - 1), max_size=2), label=f"cuts[{b}]")
+        bounds = [0, *sorted(c for c in cuts if 0 < c < real), real]
+        start = draw(st.integers(1, MAX_TOKEN_ID), label=f"start[{b}]")
+        tokens = list(range(start, start + real))
+        documents = [tokens[bounds[k] : bounds[k + 1]] for k in range(len(bounds) - 1)]
+        rows.append(packed_row(documents, length - real, pad_token_id=PAD_TOKEN_ID))
+    return PackedBatch(
+        rows=rows,
+        ignore_index=draw(st.sampled_from(IGNORE_INDICES), label="ignore_index"),
+        mask_segment_starts=draw(st.booleans(), label="mask_segment_starts"),
+        contract=Contract(draw(st.sampled_from(("block_causal", "document_ids")), label="mask type"), True),
+    )
+
+
+def describe_long_rows(rows: list[Row]) -> str:
+    """``rows`` as a runnable literal in runs (``Row(tokens=list(range(7, 1033)) + [0],
+    positions=list(range(0, 1024)) + ..., padding_length=1)``), short whatever the length."""
+    return (
+        "["
+        + ", ".join(
+            f"Row(tokens={_runs(list(r.tokens))}, "
+            f"positions={None if r.positions is None else _runs(list(r.positions))}, padding_length={r.padding_length})"
+            for r in rows
+        )
+        + "]"
+    )

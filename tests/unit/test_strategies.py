@@ -364,3 +364,34 @@ def test_describe_mask_writes_runs():
     assert cs.describe_mask(mask) == (
         "torch.tensor([[1] * 3 + list(range(2, 5)) + [0]] * 2 + [[0] * 6 + [5]], dtype=torch.int16)"
     )
+
+
+def test_block_batches_start_a_document_or_the_pad_tail_at_a_gpu_block_edge():
+    """``block_batches`` draws pack_flat rows of S = 1025, 2049 and 4097 in which a document
+    starts exactly at input column 1024 (and 2048), or the pad tail does, with a metadata
+    request; ``describe_long_rows`` reads back as the same rows."""
+    kinds: Counter = Counter()
+    for case in draw_many(cs.block_batches(), 200):
+        assert case.contract.return_packed_sequence_metadata
+        lengths = {len(row.tokens) for row in case.rows}
+        assert len(lengths) == 1 and 1 <= len(case.rows) <= 2, case
+        back = eval(cs.describe_long_rows(case.rows), {"Row": Row})  # noqa: S307 - the suite's own literal
+        assert [(tuple(r.tokens), r.positions and tuple(r.positions), r.padding_length) for r in back] == [
+            (r.tokens, r.positions, r.padding_length) for r in case.rows
+        ]
+        sequence = lengths.pop() - 1
+        kinds[f"S = {sequence}"] += 1
+        for row in case.rows:
+            positions = row_positions(row)
+            first_pad = len(row.tokens) - (row.padding_length or 0)
+            assert first_pad >= 1 and all(positions[i] == 0 for i in (0, first_pad) if i < len(row.tokens))
+            for edge in (1024, 2048):
+                if edge < sequence and edge < first_pad and positions[edge] == 0:
+                    kinds[f"a document starts at column {edge}"] += 1
+                if edge == first_pad:
+                    kinds[f"the pad tail starts at column {edge}"] += 1
+            kinds["no padding"] += first_pad == len(row.tokens)
+    claimed = ["S = 1025", "S = 2049", "S = 4097", "no padding"]
+    claimed += ["a document starts at column 1024", "a document starts at column 2048"]
+    claimed += ["the pad tail starts at column 1024"]
+    assert not missing(kinds, claimed), f"never drawn: {missing(kinds, claimed)}; drawn: {dict(kinds)}"
