@@ -653,7 +653,7 @@ def unsigned_edge_batches(draw: st.DrawFn) -> UnsignedBatch:
 GPU_BLOCKS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096)
 # Row lengths of the "long rows" masks: one past a block (the tail block holds one lane), exactly
 # two blocks, and 1025 most often (one past 1024, the block most kernels of this kind take).
-BLOCK_ROW_LENGTHS: tuple[int, ...] = (1025, 1025, 1025, 2049, 4097, 2048, 513)
+BLOCK_ROW_LENGTHS: tuple[int, ...] = (1025, 4097, 2049, 1025, 1025, 2048, 513)
 # Span counts of the "many spans" masks: a per-span scan of a block of 1024 needs a second block.
 BLOCK_SPAN_COUNTS: tuple[int, ...] = (1025, 1025, 1026, 1100, 2049)
 # The forms of ``block_masks`` and their weights (out of 16).
