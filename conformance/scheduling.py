@@ -9,6 +9,16 @@ until pytest-xdist's limit of restarts ends the run with the other tests never r
 "9 failed, 1 passed" for two tests). ``--dist=load`` marks the crashed test done; these
 schedulers do the same, and keep the groups (the multi-rank launchers' scenarios share one
 worker, conformance/multirank/launchers.py).
+
+They also give a replacement worker work it can run. A worker runs a test only once it holds
+the next one (or has been told to shut down); upstream's rescheduling gives a node one group at a
+time, so a replacement handed a one-test group while other groups were still queued waited for
+ever, and so did the run (one worker, ``-n 1``: a one-core runner, the mutant sweep; issue 33,
+``mt_unpad_tail_mask_le``). And a node still collecting (a second replacement) was rescheduled
+before its collection was in: ``KeyError`` in pytest-xdist, an internal error that ended the
+run. Here a node is given groups until it holds more than two pending tests or the queue is
+empty (then it is told to shut down, so it runs its last test), and only once its collection is
+registered (``schedule()`` runs again when it is).
 """
 
 from __future__ import annotations
@@ -38,6 +48,17 @@ class _CrashIsolating(LoadScopeScheduling):
         for other in self.assigned_work:
             self._reschedule(other)
         return crashitem
+
+    def _reschedule(self, node) -> None:
+        """Give ``node`` queued groups until it holds more than two pending tests (a worker runs a
+        test only once it holds the next one), and tell it to shut down once the queue is empty
+        (so it runs its last test); nothing for a node shutting down or still collecting."""
+        if node.shutting_down or node not in self.registered_collections:
+            return
+        while self.workqueue and self._pending_of(self.assigned_work[node]) <= 2:
+            self._assign_work_unit(node)
+        if not self.workqueue:
+            node.shutdown()
 
 
 class CrashIsolatingLoadGroup(_CrashIsolating, LoadGroupScheduling):

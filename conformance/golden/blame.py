@@ -29,6 +29,7 @@ __all__ = [
     "cited_clauses",
     "default_collater_blame",
     "error_clauses",
+    "inside_precondition",
 ]
 
 # function -> output key -> the clauses that define that key's value ("*": any other key), and
@@ -59,6 +60,19 @@ def binary_mask(mask: Any) -> bool:
     return isinstance(mask, torch.Tensor) and (mask.dtype == torch.bool or mask.numel() == 0 or int(mask.max()) <= 1)
 
 
+def inside_precondition(mask: Any) -> bool:
+    """Whether ``mask`` lies inside the order of [unpad-precondition]'s note: every value >= 0
+    and, along each row with its zeros removed, no value below one before it (gaps allowed,
+    ``[[1,1,3,3]]``; an interior zero allowed, ``[[1,0,1,2]]``). A bool mask always does; so
+    does anything that is not a 2-D tensor (an error case)."""
+    if not isinstance(mask, torch.Tensor) or mask.ndim != 2 or mask.numel() == 0 or mask.dtype == torch.bool:
+        return True
+    values = mask.to(torch.int64)
+    if bool((values < 0).any()):
+        return False
+    return not bool(((values != 0) & (values < torch.cummax(values, dim=1).values)).any())
+
+
 def blame(
     function: str,
     key: str,
@@ -70,17 +84,24 @@ def blame(
     """The clauses a difference in output ``key`` of ``function`` breaks: the table's for that
     key (its ``"<key>.dtype"`` entry when only the dtype differs), narrowed to the case's
     clauses when some are among them; the case's clauses for a key the table does not list.
-    ``get_unpad_data``'s spans are blamed on the route its input ``mask`` takes."""
+    ``get_unpad_data``'s spans are blamed on the route its input ``mask`` takes; the spans of
+    either metadata function on [unpad-precondition] only when ``mask`` lies outside the
+    precondition (``inside_precondition``): inside it, the route's own clause defines them."""
     cited = cited_clauses(case_clauses)
     table = OUTPUT_CLAUSES.get(function, {})
     dtype_only = (
         isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor) and actual.dtype != expected.dtype
     )
     clauses = (table.get(f"{key}.dtype") if dtype_only else None) or table.get(key) or table.get("*")
-    if function == "get_unpad_data" and key == "cu_seqlens" and not dtype_only and inputs is not None:
-        route = "unpad-binary" if binary_mask(inputs.get("mask")) else "unpad-indexed"
-        assert clauses is not None  # OUTPUT_CLAUSES gives get_unpad_data's cu_seqlens its clauses
-        clauses = tuple(c for c in clauses if c in (route, "unpad-precondition"))
+    metadata = ("get_unpad_data", "build_packed_sequence_metadata")
+    if function in metadata and key == "cu_seqlens" and not dtype_only and inputs is not None:
+        assert clauses is not None  # OUTPUT_CLAUSES gives both functions' cu_seqlens their clauses
+        mask = inputs.get("mask")
+        if inside_precondition(mask):
+            clauses = tuple(c for c in clauses if c != "unpad-precondition")
+        if function == "get_unpad_data":
+            route = "unpad-binary" if binary_mask(mask) else "unpad-indexed"
+            clauses = tuple(c for c in clauses if c in (route, "unpad-precondition"))
     return _narrow(clauses, cited) if clauses else cited
 
 

@@ -20,6 +20,11 @@ documents, more than 127 (sometimes more than 255) in a row; id masks and attent
 to ids at the narrowing edges (``NARROW_EDGE_IDS``, rarely ``INT16_EDGE_IDS``). Rows of more
 than 32767 subdocuments are too slow for the reference on every example: a fixed test and a
 golden case hold them.
+
+The second exception is ``block_masks`` (issue 33), drawn by its own properties: masks that a
+GPU kernel covers with more than one block (rows of 1025 .. 4097 columns with a boundary at a
+block edge, more than 1024 spans or rows). Its draws stay small (a few runs per row), and the
+masks cost the reference and the plain-Python oracles milliseconds.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 __all__ = [
     "BEYOND_INT64",
+    "BLOCK_MASK_FORMS",
+    "BLOCK_ROW_LENGTHS",
+    "BLOCK_SPAN_COUNTS",
     "ElementFault",
     "IGNORE_INDICES",
     "INT16_EDGE_IDS",
@@ -47,15 +55,20 @@ __all__ = [
     "NARROW_EDGE_IDS",
     "NEGATIVE_MASK_VALUES",
     "EDGE_TOKEN_IDS",
+    "GPU_BLOCKS",
     "MAX_TOKEN_ID",
     "PAD_TOKEN_ID",
     "PackedBatch",
     "UNSIGNED_DTYPES",
     "UnsignedBatch",
     "Route",
+    "block_batches",
+    "block_masks",
     "call_arguments",
     "contracts",
     "describe_call",
+    "describe_long_rows",
+    "describe_mask",
     "describe_route_call",
     "draw_format",
     "draw_route",
@@ -424,9 +437,11 @@ def describe_call(
     pad_to_length=None,
     pad_token_id=None,
 ) -> str:
-    """A runnable description of one ``convert_text_batch`` call on drawn rows."""
+    """A runnable description of one ``convert_text_batch`` call on drawn rows (``rows`` may be
+    their literal already, e.g. ``describe_long_rows``')."""
+    literal = rows if isinstance(rows, str) else describe_rows(rows)
     text = (
-        f"convert_text_batch(sample_batch({describe_rows(rows)}), {contract!r}, ignore_index={ignore_index}, "
+        f"convert_text_batch(sample_batch({literal}), {contract!r}, ignore_index={ignore_index}, "
         f"mask_segment_starts={mask_segment_starts}, allow_cross_document_attention={xdoc}, "
         f"output_format={output_format!r}"
     )
@@ -628,3 +643,199 @@ def unsigned_edge_batches(draw: st.DrawFn) -> UnsignedBatch:
             dtypes[(index, field)] = dtype
         rows.append(Row(tuple(tokens), None if positions is None else tuple(positions), row.padding_length))
     return UnsignedBatch(case._replace(rows=rows), dtypes)
+
+
+# -- masks longer than one GPU block (issue 33) -------------------------------------------------------
+
+# Block sizes (lanes per program) GPU kernels commonly take: a row one column past one of them
+# needs a second block, and a boundary at a block edge (column k * block - 1 | k * block) is
+# where an off-by-one in a block's offset or its tail mask shows.
+GPU_BLOCKS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096)
+# Row lengths of the "long rows" masks: one past a block (the tail block holds one lane), exactly
+# two blocks, and 1025 most often (one past 1024, the block most kernels of this kind take).
+BLOCK_ROW_LENGTHS: tuple[int, ...] = (1025, 4097, 2049, 1025, 1025, 2048, 513)
+# Span counts of the "many spans" masks: a per-span scan of a block of 1024 needs a second block.
+BLOCK_SPAN_COUNTS: tuple[int, ...] = (1025, 1025, 1026, 1100, 2049)
+# The forms of ``block_masks`` and their weights (out of 16).
+BLOCK_MASK_FORMS: tuple[str, ...] = ("long rows",) * 8 + ("many spans",) * 7 + ("many rows",)
+
+
+@st.composite
+def _block_row(draw: st.DrawFn, length: int, binary: bool) -> list[int]:
+    """One row of ``length`` ids, non-decreasing along the row with zeros anywhere (inside
+    [unpad-precondition]'s order), cut into runs at one or two block edges of ``GPU_BLOCKS``
+    (1024 most often; now and then one column before or after the edge) and at up to three
+    other columns. Each run is zeros (an exclusion, or the padding tail), the current id, or
+    the next one (always 1 when ``binary``)."""
+    edges = [e for e in GPU_BLOCKS if e < length]
+    preferred = [e for e in edges if e == 1024] or edges
+    chosen = draw(
+        st.lists(st.one_of(st.sampled_from(preferred), st.sampled_from(edges)), min_size=1, max_size=2),
+        label="edges",
+    )
+    cuts = {min(max(e + draw(st.sampled_from((0, 0, 0, -1, 1)), label="offset"), 1), length - 1) for e in chosen}
+    cuts |= draw(st.sets(st.integers(1, length - 1), max_size=3), label="cuts")
+    bounds = [0, *sorted(cuts), length]
+    row, current = [], 0
+    for k in range(len(bounds) - 1):
+        kind = draw(st.sampled_from(("zero", "same", "new", "new")), label="run")
+        if kind == "zero":
+            value = 0
+        else:
+            if current == 0 or (kind == "new" and not binary):
+                current += 1
+            value = current
+        row.extend([value] * (bounds[k + 1] - bounds[k]))
+    return row
+
+
+@st.composite
+def _many_span_rows(draw: st.DrawFn) -> list[list[int]]:
+    """One or two rows holding ``BLOCK_SPAN_COUNTS`` spans in all: ids 1, 2, ... of one token
+    each, up to three of them two tokens long, a few zeros, every row zero-padded to one length."""
+    total = draw(st.sampled_from(BLOCK_SPAN_COUNTS), label="spans")
+    if draw(st.booleans(), label="one row"):
+        counts = [total]
+    else:
+        first = draw(st.integers(1, total - 1), label="spans in row 0")
+        counts = [first, total - first]
+    rows = []
+    for b, count in enumerate(counts):
+        doubled = draw(st.sets(st.integers(1, count), max_size=3), label=f"two-token ids[{b}]")
+        zeros = draw(st.sets(st.integers(0, count), max_size=2), label=f"zeros before id[{b}]")
+        row = []
+        for document_id in range(1, count + 1):
+            if document_id - 1 in zeros:
+                row.append(0)
+            row.extend([document_id] * (2 if document_id in doubled else 1))
+        rows.append(row)
+    length = max(len(row) for row in rows) + draw(st.integers(0, 2), label="tail")
+    return [row + [0] * (length - len(row)) for row in rows]
+
+
+@st.composite
+def block_masks(draw: st.DrawFn) -> torch.Tensor:
+    """A ``[B, S]`` mask for the metadata builders that a kernel of ``GPU_BLOCKS``-wide programs
+    covers with more than one block, inside [unpad-precondition]'s order (values >= 0, ids
+    non-decreasing along each row once zeros are removed). Three forms (``BLOCK_MASK_FORMS``):
+
+    * ``long rows`` (8 in 16): B in 1..3, S in ``BLOCK_ROW_LENGTHS`` (one past a block, most
+      often 1025), each row a ``_block_row``: a span, zero run or padding tail boundary exactly
+      at a block edge (1023 | 1024 most often). int64, int32 or int16 ids (the indexed route),
+      or one id per row (binary: bool, or an integer mask of 0/1).
+    * ``many spans`` (7 in 16): one or two rows with ``BLOCK_SPAN_COUNTS`` spans in all (1025
+      and up: a per-span scan over blocks of 1024 needs a second block), ids 1, 2, ... of
+      mostly one token; int64, int32 or int16.
+    * ``many rows`` (1 in 16): 1025 or 1100 non-empty rows of S in 1..3 (the binary route: one
+      span per row) and up to two empty rows; bool or int64 0/1.
+
+    Each form holds at least one nonzero entry. The draws stay small (a few runs, a few sets),
+    whatever the mask's size."""
+    form = draw(st.sampled_from(BLOCK_MASK_FORMS), label="form")
+    if form == "long rows":
+        length = draw(st.sampled_from(BLOCK_ROW_LENGTHS), label="S")
+        binary = draw(st.integers(0, 3), label="binary") == 0
+        batch_size = draw(st.integers(1, 3), label="B")
+        rows = [draw(_block_row(length, binary), label=f"row {b}") for b in range(batch_size)]
+        if not any(any(row) for row in rows):
+            rows[0][min(1023, length - 1)] = 1
+        choices = (
+            (torch.bool, torch.int64, torch.int32, torch.int16) if binary else (torch.int64, torch.int32, torch.int16)
+        )
+        dtype = draw(st.sampled_from(choices), label="dtype")
+    elif form == "many spans":
+        rows = draw(_many_span_rows(), label="rows")
+        dtype = draw(st.sampled_from((torch.int64, torch.int32, torch.int16)), label="dtype")
+    else:
+        spans = draw(st.sampled_from((1025, 1100)), label="spans")
+        empty = draw(st.integers(0, 2), label="empty rows")
+        length = draw(st.integers(1, 3), label="S")
+        rows = [[1] * length for _ in range(spans + empty)]
+        for b in draw(st.lists(st.integers(0, spans + empty - 1), min_size=empty, max_size=empty, unique=True)):
+            rows[b] = [0] * length
+        dtype = draw(st.sampled_from((torch.bool, torch.int64)), label="dtype")
+    mask = torch.tensor(rows, dtype=torch.int64)
+    return mask != 0 if dtype == torch.bool else mask.to(dtype)
+
+
+def _runs(values: list) -> str:
+    """``values`` as a Python expression of runs: ``[1] * 1024 + [2] + list(range(3, 1028))``
+    (equal values, and ids that go up by one, three or more in a row)."""
+    parts, start = [], 0
+    while start < len(values):
+        end = start + 1
+        while end < len(values) and values[end] == values[start]:
+            end += 1
+        if end - start == 1 and type(values[start]) is int:
+            step = start + 1
+            while step < len(values) and type(values[step]) is int and values[step] == values[step - 1] + 1:
+                step += 1
+            if step - start >= 3:
+                parts.append(f"list(range({values[start]}, {values[step - 1] + 1}))")
+                start = step
+                continue
+        parts.append(f"[{values[start]!r}] * {end - start}" if end - start > 1 else f"[{values[start]!r}]")
+        start = end
+    return " + ".join(parts) or "[]"
+
+
+def describe_mask(mask: torch.Tensor) -> str:
+    """A runnable, run-length literal of a 2-D mask: ``torch.tensor([[1] * 1024 + [2] * 1, ...],
+    dtype=torch.int16)``, equal rows in a row run (``[[1] * 2] * 1025``), so a mask of
+    thousands of entries reads in a line."""
+    rows = [[bool(v) if mask.dtype == torch.bool else int(v) for v in row] for row in mask.tolist()]
+    parts, start = [], 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i] != rows[start]:
+            literal = f"[{_runs(rows[start])}]"
+            parts.append(f"{literal} * {i - start}" if i - start > 1 else literal)
+            start = i
+    return f"torch.tensor({' + '.join(parts) or '[]'}, dtype={mask.dtype})"
+
+
+@st.composite
+def block_batches(draw: st.DrawFn) -> PackedBatch:
+    """``convert_text_batch`` rows a kernel covers with more than one block: B in 1..2 packed
+    rows of S = L - 1 in ``BLOCK_ROW_LENGTHS`` (1025 most often), each split into documents at
+    one or two block edges of ``GPU_BLOCKS`` (a document starting at input column 1024 most
+    often: the boundary 1023 | 1024, now and then one column off) and up to two other columns,
+    the pad tail starting at a block edge, elsewhere, or absent. Tokens are ``start``,
+    ``start + 1``, ... (every label differs from its input); options as ``packed_batches``, the
+    contract requesting the metadata (either mask type)."""
+    length = draw(st.sampled_from(BLOCK_ROW_LENGTHS), label="S") + 1
+    edges = [e for e in GPU_BLOCKS if e < length - 1]
+    preferred = [e for e in edges if e == 1024] or edges
+    rows = []
+    for b in range(draw(st.integers(1, 2), label="B")):
+        real = length - draw(
+            st.one_of(st.just(0), st.sampled_from([length - e for e in edges]), st.integers(1, length - 2)),
+            label=f"padding[{b}]",
+        )
+        chosen = draw(st.lists(st.sampled_from(preferred + edges), min_size=1, max_size=2), label=f"edges[{b}]")
+        cuts = {e + draw(st.sampled_from((0, 0, 0, -1, 1)), label="offset") for e in chosen}
+        cuts |= draw(st.sets(st.integers(1, length - 1), max_size=2), label=f"cuts[{b}]")
+        bounds = [0, *sorted(c for c in cuts if 0 < c < real), real]
+        start = draw(st.integers(1, MAX_TOKEN_ID), label=f"start[{b}]")
+        tokens = list(range(start, start + real))
+        documents = [tokens[bounds[k] : bounds[k + 1]] for k in range(len(bounds) - 1)]
+        rows.append(packed_row(documents, length - real, pad_token_id=PAD_TOKEN_ID))
+    return PackedBatch(
+        rows=rows,
+        ignore_index=draw(st.sampled_from(IGNORE_INDICES), label="ignore_index"),
+        mask_segment_starts=draw(st.booleans(), label="mask_segment_starts"),
+        contract=Contract(draw(st.sampled_from(("block_causal", "document_ids")), label="mask type"), True),
+    )
+
+
+def describe_long_rows(rows: list[Row]) -> str:
+    """``rows`` as a runnable literal in runs (``Row(tokens=list(range(7, 1033)) + [0],
+    positions=list(range(0, 1024)) + ..., padding_length=1)``), short whatever the length."""
+    return (
+        "["
+        + ", ".join(
+            f"Row(tokens={_runs(list(r.tokens))}, "
+            f"positions={None if r.positions is None else _runs(list(r.positions))}, padding_length={r.padding_length})"
+            for r in rows
+        )
+        + "]"
+    )

@@ -7,10 +7,12 @@ got past the other checks with (issue 31, "Blind spots"):
 * numpy unsigned arrays as payload fields: uint64 values beyond int64 are rejected (item 6) and
   values at each unsigned dtype's edge, up to int64's largest, are converted as they are;
 * ``max_sequence_length`` exactly at the largest translated position under xdoc (it raises,
-  [xdoc-contract]) and one past it (it passes).
+  [xdoc-contract]) and one past it (it passes);
+* rows longer than one GPU block (issue 33): S one past a block, a document or the pad tail
+  starting exactly at a block edge, converted with the metadata.
 
 Inputs come from ``batchspec.conformance.helpers.strategies`` (``element_faults``,
-``unsigned_edge_batches``, ``xdoc_bounds``); expected values are SPEC's (the error a clause
+``unsigned_edge_batches``, ``xdoc_bounds``, ``block_batches``); expected values are SPEC's (the error a clause
 item requires, ``check_converted_batch``), never the reference's. The code under test is reached
 only through the ``backend`` fixture.
 """
@@ -166,3 +168,58 @@ def test_convert_text_batch_xdoc_bound_at_the_largest_translated_position(backen
         )
     else:
         call_valid(backend.convert_text_batch, *args, clause="xdoc-contract", call=call)
+
+
+@pytest.mark.clause(
+    "tb-shapes",
+    "tb-dtypes",
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-cross-document-targets",
+    "ctb-segment-starts",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "ctb-ignore-index",
+    "batched-packed-seq-ids",
+    "batched-block-causal",
+    "batched-document-ids-mask",
+    "batched-metadata",
+    "ctb-input-errors",
+)
+@pytest.mark.requires("convert_text_batch")
+@given(data=st.data())
+def test_convert_text_batch_past_one_gpu_block(backend, data):
+    """Rows a kernel covers with more than one block (``block_batches``: S one past a block of
+    ``GPU_BLOCKS``, 1025 most often, a document or the pad tail starting exactly at a block
+    edge, input column 1024 most often), converted with the metadata when the backend declares
+    ``packed_metadata`` (either mask type): every field, ``cu_seqlens`` and ``max_seqlen``
+    included, is ``check_converted_batch``'s."""
+    case = data.draw(cs.block_batches(), label="case")
+    contract = cs.usable_contract(case.contract, backend)
+    call = cs.describe_call(
+        cs.describe_long_rows(case.rows),
+        contract,
+        ignore_index=case.ignore_index,
+        mask_segment_starts=case.mask_segment_starts,
+        xdoc=False,
+    )
+    out = call_valid(
+        backend.convert_text_batch,
+        sample_batch(case.rows),
+        contract,
+        case.ignore_index,
+        case.mask_segment_starts,
+        False,
+        clause="ctb-input-errors",
+        call=call,
+    )
+    check_converted_batch(
+        out,
+        case.rows,
+        ignore_index=case.ignore_index,
+        mask_segment_starts=case.mask_segment_starts,
+        contract=contract,
+        call=call,
+    )

@@ -2,7 +2,8 @@
 ``build_packed_sequence_metadata`` and ``get_unpad_data`` on every drawn mask, each differing key
 blamed on its own clauses.
 
-Inputs come from ``batchspec.conformance.helpers.strategies``; expected values are computed in
+Inputs come from ``batchspec.conformance.helpers.strategies`` (``id_masks``, and ``block_masks``:
+masks a GPU kernel covers with more than one block, issue 33); expected values are computed in
 plain Python (``batchspec.conformance.helpers.invariants``). The code under test is reached only
 through the ``backend`` fixture.
 """
@@ -85,3 +86,44 @@ def test_unpad_data_invariants(backend, data):
         )
     want = {"indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen}
     _assert_metadata_equal("get_unpad_data", dict(zip(want, out)), want, original, call)
+
+
+@pytest.mark.clause("unpad-binary", "unpad-indexed", "unpad-outputs")
+@pytest.mark.requires("unpad_data")
+@given(data=st.data())
+def test_unpad_data_past_one_gpu_block(backend, data):
+    """On masks a kernel covers with more than one block (``block_masks``: rows one past a block
+    of ``GPU_BLOCKS``, a span or padding boundary at a block edge, 1023 | 1024 most often; more
+    than 1024 spans in all, in one or two rows or one per row of a batch of more than 1024 rows),
+    inside [unpad-precondition]'s order, the outputs equal ``expected_unpad_data``'s on the
+    route the whole mask takes; ``cu_seqlens`` is blamed on that route, the rest on
+    [unpad-outputs]."""
+    mask = data.draw(cs.block_masks(), label="mask")
+    call = f"get_unpad_data({cs.describe_mask(mask)})"
+    original = mask.clone()
+    indices, cu_seqlens, max_seqlen = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary_mask(mask))
+    out = backend.get_unpad_data(mask)
+    if not isinstance(out, tuple) or len(out) != 3:
+        raise ClauseFailure(
+            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]",
+            "unpad-outputs",
+        )
+    want = {"indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen}
+    _assert_metadata_equal("get_unpad_data", dict(zip(want, out)), want, original, call)
+
+
+@pytest.mark.clause("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")
+@pytest.mark.requires("packed_metadata")
+@given(data=st.data())
+def test_packed_metadata_past_one_gpu_block(backend, data):
+    """On ``block_masks`` masks (rows longer than one block with a boundary at a block edge, a
+    row of more than 1024 spans, so ``cu_seqlens`` is wider than 1025, or more than 1024 rows)
+    the three keys equal ``expected_packed_metadata``'s, each differing key blamed on its own
+    clause; the mask is not modified."""
+    mask = data.draw(cs.block_masks(), label="mask")
+    call = f"build_packed_sequence_metadata({cs.describe_mask(mask)})"
+    original = mask.clone()
+    want = expected_packed_metadata(mask.to(torch.int64).tolist())
+    out = backend.build_packed_sequence_metadata(mask)
+    _assert_metadata_equal("build_packed_sequence_metadata", out, want, original, call)
+    assert_tensor_equal("mask (input, after the call)", mask, original, clause="meta-indices", call=call)

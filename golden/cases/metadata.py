@@ -230,7 +230,9 @@ def case_unpad_canon():
 
 def case_unordered_ids():
     """Ids outside the caller's order ([unpad-precondition]: nothing is checked, the rules still
-    apply): an id split by another id, ids decreasing along the row."""
+    apply): an id split by another id, ids decreasing along the row. The spans are the indexed
+    route's, so a wrong one is blamed on [unpad-indexed] / [meta-cu-seqlens] and on
+    [unpad-precondition]."""
     cases = []
     for name, mask, indices, cu, max_seqlen, what in (
         ("split_id", [[1, 2, 1]], [0, 1, 2], [0, 2, 3], 2, "id 1 split by id 2"),
@@ -239,7 +241,7 @@ def case_unordered_ids():
         cases.append(
             Case(
                 name=f"test_unpad_{name}",
-                clauses=("unpad-precondition",),
+                clauses=("unpad-indexed", "unpad-precondition"),
                 description=f"{what}: per (row, id) counts, exactly as [unpad-indexed] defines them, and no error",
                 function="get_unpad_data",
                 inputs={"mask": long(mask)},
@@ -249,7 +251,7 @@ def case_unordered_ids():
         cases.append(
             Case(
                 name=f"test_meta_{name}",
-                clauses=("unpad-precondition",),
+                clauses=("meta-cu-seqlens", "unpad-precondition"),
                 description=f"{what}: row-local indices and per-id cu_seqlens, exactly as [meta-indices] and "
                 "[meta-cu-seqlens] define them",
                 function="build_packed_sequence_metadata",
@@ -440,5 +442,76 @@ def case_narrowing_edges():
             description="one row of 32770 one-token ids 1..32770 (int32): 32770 spans, past int16's 32767",
             function="build_packed_sequence_metadata",
             inputs={"mask": int32([list(range(1, 32771))])},
+        ),
+    ]
+
+
+def _runs(*runs: tuple[int, int]) -> list[int]:
+    """A row written as ``(value, count)`` runs."""
+    return [value for value, count in runs for _ in range(count)]
+
+
+def case_past_one_gpu_block():
+    """Masks a kernel covers with more than one block of 1024 (the block most GPU kernels of
+    this kind take; issue 33): rows one past a block with a span or padding boundary exactly at
+    the block edge (column 1023 | 1024, 2047 | 2048), more than 1024 spans in one row (a per-span
+    scan needs a second block), and more than 1024 rows of one span each. Inside
+    [unpad-precondition]'s order; int16 and bool masks (spans and ids fit int16) to keep the
+    store small; expected values from the reference."""
+    edge_ids = torch.tensor(
+        [
+            _runs((1, 1024), (2, 1)),  # S = 1025: id 2 is the only token of the second block
+            _runs((1, 1023), (0, 1), (2, 1)),  # column 1023 excluded, the next block starts id 2
+        ],
+        dtype=torch.int16,
+    )
+    long_bool = torch.tensor(
+        [_runs((1, 2048), (0, 2048), (1, 1)), _runs((0, 1023), (1, 2), (0, 3072))], dtype=torch.int16
+    ).bool()  # S = 4097: tokens at 0..2047 and 4096 / only at the edge 1023 | 1024
+    many_spans = torch.tensor([[*range(1, 1026), 1025, 0]], dtype=torch.int16)  # 1025 spans, the last two tokens
+    many_rows = torch.ones((1026, 2), dtype=torch.bool)
+    many_rows[3] = False  # one empty row: 1025 spans, one per non-empty row
+    return [
+        Case(
+            name="test_unpad_ids_at_a_gpu_block_edge",
+            clauses=UNPAD,
+            description="int16 ids [2, 1025]: span boundaries at column 1023 | 1024 (indexed, (row, id) order)",
+            function="get_unpad_data",
+            inputs={"mask": edge_ids},
+        ),
+        Case(
+            name="test_unpad_bool_rows_past_four_gpu_blocks",
+            clauses=UNPAD,
+            description="bool [2, 4097]: padding from the edge 2047 | 2048 and one token past 4096; a span only at 1023 | 1024",
+            function="get_unpad_data",
+            inputs={"mask": long_bool},
+        ),
+        Case(
+            name="test_unpad_spans_past_one_gpu_block",
+            clauses=UNPAD,
+            description="int16 [1, 1027]: ids 1..1025, 1025 spans (cu_seqlens of 1026: a scan over two blocks of 1024)",
+            function="get_unpad_data",
+            inputs={"mask": many_spans},
+        ),
+        Case(
+            name="test_unpad_rows_past_one_gpu_block",
+            clauses=UNPAD,
+            description="bool [1026, 2] with one empty row: 1025 binary spans, one per non-empty row",
+            function="get_unpad_data",
+            inputs={"mask": many_rows},
+        ),
+        Case(
+            name="test_meta_ids_at_a_gpu_block_edge",
+            clauses=META,
+            description="int16 ids [2, 1025]: span boundaries at column 1023 | 1024, row-local",
+            function="build_packed_sequence_metadata",
+            inputs={"mask": edge_ids},
+        ),
+        Case(
+            name="test_meta_spans_past_one_gpu_block",
+            clauses=META,
+            description="int16 [1, 1027]: ids 1..1025, cu_seqlens [1, 1026] (wider than one block of 1024)",
+            function="build_packed_sequence_metadata",
+            inputs={"mask": many_spans},
         ),
     ]

@@ -1,4 +1,9 @@
-"""the histogram's masked tail loads other=1: each pad lane counts as a token of span 1. Breaks: [unpad-indexed], [unpad-binary]"""
+"""the histogram's masked tail loads other=1: pad lanes count in span 1. Breaks: [unpad-indexed], [unpad-binary], [unpad-precondition]
+
+Every row shorter than a multiple of the block gets the tail's lanes counted, masks outside
+[unpad-precondition]'s order too (a negative entry, ids out of order), where that clause
+requires the exact outputs.
+"""
 
 from triton_mutant_base import kernel_mutant
 

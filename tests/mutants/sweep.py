@@ -5,10 +5,15 @@
 Each mutant (``m_*.py``: the reference with one bug; its docstring's first line ends with
 ``Breaks: [clause], ...``) runs ``pytest conformance --backend=m_name:BACKEND`` in its own
 process (the multi-rank scenarios aside: their loader is the reference's), with a conformance
-report. A mutant is *killed* when the verdict is ``fail``; its *blame is right* when every clause
+report, its tests in one pytest-xdist worker under ``--dist=loadgroup`` as the ``batchspec``
+command runs them: a mutant that crashes the process (a kernel mutant's out-of-bounds atomic
+add, ``mt_*``) fails the test it crashed in, blamed on every clause the test cites, and the run
+goes on to its report. A run that still ends without a report (or refuses the mutant) is not
+a kill: its row says why (``NO: ...``). A mutant is *killed* when the verdict is ``fail``; its *blame is right* when every clause
 the failures are blamed on is one its docstring declares. Each failing test is a *kill*; a kill
 is *precise* when its blamed set lies within the declared clauses (the table's "precise kills",
-and the blame precision over all kills). The exit status is 1 unless every
+and the blame precision over all kills); a kill by a crash is counted in the killed cell and
+left out of the blame columns (a dead process is blamed on every clause its test cites). The exit status is 1 unless every
 mutant run is killed with the right blame. ``--sample N`` runs N mutants chosen by the date (a
 different slice each day, the whole set over a few days): what CI runs (``tests/runs/test_mutants.py``).
 """
@@ -87,20 +92,31 @@ def run_mutant(name: str, workdir: Path) -> dict:
         "-p",
         "no:cacheprovider",
         "-q",
+        # the batchspec command's distribution: a crash fails its own test and the run goes on
+        # (conformance/scheduling.py); in-process, a segfault ended the run with no report at all
+        "-n",
+        "1",
+        "--dist",
+        "loadgroup",
         f"--conformance-report={report_dir}",
     ]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False)
     path = report_dir / "report.json"
     if not path.exists():
-        return {"mutant": name, "summary": summary, "declared": clauses, "killed": False, "error": done.stdout[-2000:]}
+        error = f"the run ended with exit status {done.returncode} and no report: {(done.stdout + done.stderr)[-2000:]}"
+        return {"mutant": name, "summary": summary, "declared": clauses, "killed": False, "error": error}
     report = json.loads(path.read_text(encoding="utf-8"))
     if report["verdict"]["result"] == "error":  # the mutant was refused, or the run could not start: nothing ran
         error = "; ".join(report["verdict"]["errors"])
         return {"mutant": name, "summary": summary, "declared": clauses, "killed": False, "error": error}
     failures = report["failures"]
-    blamed = sorted({c for f in failures for c in f["clauses"]})
+    # a test whose process died is blamed on every clause it cites (conformance/recorder.py): nothing
+    # tells which one the crash broke, so its blame is left out of the blame columns and precision
+    crashed = [f for f in failures if f["message"].startswith("the test's process died")]
+    attributed = [f for f in failures if f not in crashed]
+    blamed = sorted({c for f in attributed for c in f["clauses"]})
     # a kill is precise when its blamed set lies within the declared one (not merely meets it)
-    precise = sum(bool(f["clauses"]) and set(f["clauses"]) <= set(clauses) for f in failures)
+    precise = sum(bool(f["clauses"]) and set(f["clauses"]) <= set(clauses) for f in attributed)
     # the routes of the model checks (conformance/model/) that fail: test ids are <route>-<attention>
     model = sorted(
         {
@@ -115,6 +131,7 @@ def run_mutant(name: str, workdir: Path) -> dict:
         "declared": clauses,
         "killed": report["verdict"]["result"] == "fail",
         "failed_tests": len(failures),
+        "crashed_tests": len(crashed),
         "precise_kills": precise,
         "first_kill": failures[0]["nodeid"] if failures else None,
         "blamed": blamed,
@@ -125,8 +142,16 @@ def run_mutant(name: str, workdir: Path) -> dict:
 
 
 def ok(row: dict) -> bool:
-    """Killed, with every blamed clause among the declared ones."""
-    return row["killed"] and not row.get("wrong_blame") and not row.get("suite_errors")
+    """Killed, with every blamed clause among the declared ones (and some kill not a crash, so
+    that there is a blame to judge)."""
+    attributed = row.get("failed_tests", 0) - row.get("crashed_tests", 0)
+    return row["killed"] and attributed > 0 and not row.get("wrong_blame") and not row.get("suite_errors")
+
+
+def _one_line(error: str, limit: int = 160) -> str:
+    """An error's first line, cut to ``limit`` characters, safe in a Markdown table cell."""
+    line = error.strip().splitlines()[0] if error.strip() else "no output"
+    return (line[: limit - 3] + "..." if len(line) > limit else line).replace("|", "\\|")
 
 
 def kill_table(rows: list[dict]) -> str:
@@ -137,22 +162,30 @@ def kill_table(rows: list[dict]) -> str:
         "|---|---|---|---|---:|---:|---|---|---|---|",
     ]
     for row in rows:
+        killed = "yes" if row["killed"] else "NO"
+        if row.get("crashed_tests"):
+            killed += f" ({row['crashed_tests']} by a crash)"
+        if row.get("error"):
+            killed += f": {_one_line(row['error'])}"
         lines.append(
-            f"| {row['mutant']} | {row['summary']} | {', '.join(row['declared'])} | {'yes' if row['killed'] else 'NO'} "
-            f"| {row.get('failed_tests', 0)} | {row.get('precise_kills', 0)}/{row.get('failed_tests', 0)} "
+            f"| {row['mutant']} | {row['summary']} | {', '.join(row['declared'])} | {killed} "
+            f"| {row.get('failed_tests', 0)} "
+            f"| {row.get('precise_kills', 0)}/{row.get('failed_tests', 0) - row.get('crashed_tests', 0)} "
             f"| {row.get('first_kill') or ''} | {', '.join(row.get('blamed', []))} "
             f"| {', '.join(row.get('wrong_blame', []))} | {', '.join(row.get('model_routes', [])) or '-'} |"
         )
     killed = sum(row["killed"] for row in rows)
     right = sum(ok(row) for row in rows)
-    kills = sum(row.get("failed_tests", 0) for row in rows)
+    kills = sum(row.get("failed_tests", 0) - row.get("crashed_tests", 0) for row in rows)
+    crashes = sum(row.get("crashed_tests", 0) for row in rows)
     precise = sum(row.get("precise_kills", 0) for row in rows)
     lines.append("")
     by_model = sum(bool(row.get("model_routes")) for row in rows)
+    crashed = f"; {crashes} kills by a crash left out: blamed on every cited clause" if crashes else ""
     lines.append(
         f"{killed}/{len(rows)} mutants killed; {right}/{len(rows)} killed with every blamed clause declared; "
         f"blame precision {precise}/{kills} kills ({100 * precise / max(kills, 1):.0f}%: blamed set within the "
-        f"mutant's declared clauses); {by_model}/{len(rows)} killed by the model checks too."
+        f"mutant's declared clauses{crashed}); {by_model}/{len(rows)} killed by the model checks too."
     )
     return "\n".join(lines) + "\n"
 
@@ -175,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
             rows = list(pool.map(lambda name: run_mutant(name, Path(workdir)), names))
     table = kill_table(rows)
     sys.stdout.write(table)
+    for row in rows:
+        if row.get("error"):
+            sys.stderr.write(f"{row['mutant']}: not run to a verdict: {row['error']}\n")
     if args.out is not None:
         args.out.write_text(table, encoding="utf-8")
     return 0 if all(ok(row) for row in rows) else 1

@@ -12,7 +12,7 @@ import pytest
 from _blame import _backend, _blamed, _bumped, _narrowed
 
 from batchspec import reference
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES, binary_mask
+from batchspec.conformance.golden.blame import OUTPUT_CLAUSES, binary_mask, inside_precondition
 
 
 @pytest.mark.parametrize("key", ["indices", "cu_seqlens", "max_seqlen"])
@@ -25,16 +25,50 @@ def test_get_unpad_data_blames_the_key_and_the_route(golden_cases, key):
         return tuple(out)
 
     backend = _backend(get_unpad_data=get_unpad_data)
-    checked = {"binary": 0, "indexed": 0}
+    checked = {"binary": 0, "indexed": 0, "inside the precondition": 0, "outside the precondition": 0}
     for case in (c for c in golden_cases if c.function == "get_unpad_data"):
         route = "binary" if binary_mask(case.inputs["mask"]) else "indexed"
-        if key == "cu_seqlens":
-            want = _narrowed((f"unpad-{route}", "unpad-precondition"), case)
+        if key == "cu_seqlens":  # [unpad-precondition] only for a mask outside its order
+            outside = () if inside_precondition(case.inputs["mask"]) else ("unpad-precondition",)
+            want = _narrowed((f"unpad-{route}", *outside), case)
+            checked["outside the precondition" if outside else "inside the precondition"] += 1
         else:
             want = _narrowed(OUTPUT_CLAUSES["get_unpad_data"][key], case)
         assert _blamed(backend, case) == want, case.name
         checked[route] += 1
-    assert all(checked.values()), f"# sanity: cases of both routes, got {checked}"
+    if key != "cu_seqlens":
+        checked["inside the precondition"] = checked["outside the precondition"] = 1
+    assert all(checked.values()), f"# sanity: cases of both routes, inside and outside the precondition, got {checked}"
+
+
+@pytest.mark.parametrize(
+    ("mask", "inside"),
+    [
+        ([[1, 1, 3, 3]], True),  # gaps allowed
+        ([[1, 0, 1, 2]], True),  # an interior zero allowed
+        ([[1, 2, 0], [0, 0, 0]], True),
+        ([[1, -1, 2, 2]], False),  # a negative entry
+        ([[1, 2, 1]], False),  # id 1 split by id 2
+        ([[2, 2, 1, 1, 1]], False),  # ids decreasing
+        ([[0, 2, 0, 1]], False),  # decreasing across a zero
+    ],
+)
+def test_inside_precondition_is_specs_note(mask, inside):
+    import torch
+
+    assert inside_precondition(torch.tensor(mask)) is inside
+    assert inside_precondition(torch.tensor(mask) != 0) is True  # a bool mask always is
+
+
+def test_packed_metadata_blames_unpad_precondition_only_outside_it():
+    import torch
+
+    from batchspec.conformance.golden.blame import blame
+
+    cited = ("meta-cu-seqlens", "unpad-precondition")
+    for mask, want in (([[1, 1, 3, 3]], ("meta-cu-seqlens",)), ([[1, 2, 1]], cited)):
+        got = blame("build_packed_sequence_metadata", "cu_seqlens", None, None, cited, {"mask": torch.tensor(mask)})
+        assert got == want, mask
 
 
 def test_enable_xdoc_attention_blames_ids_positions_and_the_untouched_fields(golden_cases):

@@ -314,3 +314,84 @@ def test_xdoc_bounds_draw_the_bound_at_and_one_past_the_largest_translated_posit
     rows = [Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1)]
     drawn = set(draw_many(cs.xdoc_bounds(rows), 50))
     assert drawn == {(8, True), (9, False)}, drawn
+
+
+def _inside_precondition(row: list[int]) -> bool:
+    """[unpad-precondition]'s order: values >= 0, nonzero entries non-decreasing along the row."""
+    nonzero = [v for v in row if v != 0]
+    return min(row) >= 0 and all(a <= b for a, b in zip(nonzero, nonzero[1:]))
+
+
+def test_block_masks_reach_past_one_gpu_block():
+    """``block_masks`` draws each form its docstring claims: rows one past a block of
+    ``GPU_BLOCKS`` (1025, 2049, 4097) with a span boundary exactly at a block edge (1023 | 1024)
+    and a nonzero entry in column 1023, more than 1024 spans in one row and in two rows, more
+    than 1024 rows, on the binary and the indexed route, every mask inside [unpad-precondition]'s
+    order with a nonzero entry; ``describe_mask`` reads back as the same mask."""
+    import torch
+
+    kinds: Counter = Counter()
+    for mask in draw_many(cs.block_masks(), 200):
+        rows = mask.to(torch.int64).tolist()
+        assert any(any(row) for row in rows), "no nonzero entry"
+        assert all(_inside_precondition(row) for row in rows), rows
+        back = eval(cs.describe_mask(mask), {"torch": torch})  # noqa: S307 - the suite's own literal
+        assert back.dtype == mask.dtype and torch.equal(back, mask)
+        batch_size, length = mask.shape
+        binary = mask.dtype == torch.bool or int(mask.max()) <= 1
+        spans = sum(bool(any(row)) for row in rows) if binary else sum(len({v for v in row if v > 0}) for row in rows)
+        kinds[f"S = {length}"] += 1
+        kinds["binary" if binary else "indexed"] += 1
+        kinds[str(mask.dtype)] += 1
+        for edge in (1024, 2048, 4096):
+            if length > edge and any(row[edge - 1] != row[edge] for row in rows):
+                kinds[f"a boundary at {edge - 1} | {edge}"] += 1
+        kinds["column 1023 nonzero in a row past 1024"] += length > 1024 and any(row[1023] for row in rows)
+        kinds["more than 1024 spans in one row"] += spans > 1024 and batch_size == 1
+        kinds["more than 1024 spans in two rows"] += spans > 1024 and batch_size == 2 and not binary
+        kinds["more than 1024 rows"] += batch_size > 1024 and spans > 1024
+    claimed = [f"S = {n}" for n in (1025, 2049, 4097)]
+    claimed += ["binary", "indexed", "torch.bool", "torch.int64", "torch.int32", "torch.int16"]
+    claimed += ["a boundary at 1023 | 1024", "a boundary at 2047 | 2048", "column 1023 nonzero in a row past 1024"]
+    claimed += ["more than 1024 spans in one row", "more than 1024 spans in two rows", "more than 1024 rows"]
+    assert not missing(kinds, claimed), f"never drawn: {missing(kinds, claimed)}; drawn: {dict(kinds)}"
+
+
+def test_describe_mask_writes_runs():
+    import torch
+
+    mask = torch.tensor([[1, 1, 1, 2, 3, 4, 0], [1, 1, 1, 2, 3, 4, 0], [0, 0, 0, 0, 0, 0, 5]], dtype=torch.int16)
+    assert cs.describe_mask(mask) == (
+        "torch.tensor([[1] * 3 + list(range(2, 5)) + [0]] * 2 + [[0] * 6 + [5]], dtype=torch.int16)"
+    )
+
+
+def test_block_batches_start_a_document_or_the_pad_tail_at_a_gpu_block_edge():
+    """``block_batches`` draws pack_flat rows of S = 1025, 2049 and 4097 in which a document
+    starts exactly at input column 1024 (and 2048), or the pad tail does, with a metadata
+    request; ``describe_long_rows`` reads back as the same rows."""
+    kinds: Counter = Counter()
+    for case in draw_many(cs.block_batches(), 200):
+        assert case.contract.return_packed_sequence_metadata
+        lengths = {len(row.tokens) for row in case.rows}
+        assert len(lengths) == 1 and 1 <= len(case.rows) <= 2, case
+        back = eval(cs.describe_long_rows(case.rows), {"Row": Row})  # noqa: S307 - the suite's own literal
+        assert [(tuple(r.tokens), r.positions and tuple(r.positions), r.padding_length) for r in back] == [
+            (r.tokens, r.positions, r.padding_length) for r in case.rows
+        ]
+        sequence = lengths.pop() - 1
+        kinds[f"S = {sequence}"] += 1
+        for row in case.rows:
+            positions = row_positions(row)
+            first_pad = len(row.tokens) - (row.padding_length or 0)
+            assert first_pad >= 1 and all(positions[i] == 0 for i in (0, first_pad) if i < len(row.tokens))
+            for edge in (1024, 2048):
+                if edge < sequence and edge < first_pad and positions[edge] == 0:
+                    kinds[f"a document starts at column {edge}"] += 1
+                if edge == first_pad:
+                    kinds[f"the pad tail starts at column {edge}"] += 1
+            kinds["no padding"] += first_pad == len(row.tokens)
+    claimed = ["S = 1025", "S = 2049", "S = 4097", "no padding"]
+    claimed += ["a document starts at column 1024", "a document starts at column 2048"]
+    claimed += ["the pad tail starts at column 1024"]
+    assert not missing(kinds, claimed), f"never drawn: {missing(kinds, claimed)}; drawn: {dict(kinds)}"
