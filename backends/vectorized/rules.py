@@ -9,13 +9,14 @@ reference's, so a differential run against the reference checks them too.
 * ``sample_records``, ``token_field_name``, ``output_device``: reading a ``zephon.SampleBatch``
   [ctb-input-errors] items 1-3, [ctb-token-field], [tb-device];
 * ``xdoc_fields``, ``position_axes``: the field checks of ``enable_xdoc_attention`` [xdoc-errors];
-* ``collater_pad_value``, ``batched_field``, ``with_batch_axis``, ``thd_batch``: the canonical
-  collaters' pad values [dcoll-pad-values], unpadded fields [dcoll-fields] and THD key order
-  [thdcoll-prepacked].
+* ``collater_pad_value``, ``is_list_field``, ``batched_field``, ``padded_width``, ``odd_width``,
+  ``with_batch_axis``, ``thd_batch``: the canonical collaters' pad values [dcoll-pad-values],
+  unpadded fields and row width [dcoll-fields] and THD key order [thdcoll-prepacked].
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,9 @@ __all__ = [
     "batched_field",
     "check_convert_options",
     "collater_pad_value",
+    "is_list_field",
+    "odd_width",
+    "padded_width",
     "output_device",
     "position_axes",
     "sample_records",
@@ -196,6 +200,21 @@ def collater_pad_value(key: str, overrides: Mapping[str, Any] | None) -> Any:
     return _BUILTIN_PADS.get(key)
 
 
+def padded_width(longest: int, pad_seq_len_divisible: Any) -> Any:
+    """The collaters' row width [dcoll-fields]: ``longest`` rounded up to a multiple of
+    ``pad_seq_len_divisible`` when that is truthy (a float divisor gives a float)."""
+    if pad_seq_len_divisible:
+        return math.ceil(longest / pad_seq_len_divisible) * pad_seq_len_divisible
+    return longest
+
+
+def odd_width(longest: int, pad_seq_len_divisible: Any) -> bool:
+    """Whether ``padded_width`` is not an int of at least ``longest`` (a float or negative
+    divisor): the input upstream pads with its own list semantics."""
+    width = padded_width(longest, pad_seq_len_divisible)
+    return type(width) is not int or width < longest
+
+
 def with_batch_axis(tensor: torch.Tensor) -> torch.Tensor:
     """A 1-D ``[N]`` tensor as a ``[1, N]`` view; any other tensor as it is."""
     return tensor.unsqueeze(0) if tensor.ndim == 1 else tensor
@@ -211,11 +230,21 @@ def _one_scalar(value: Any) -> bool:
     return isinstance(value, (int, float)) or getattr(value, "ndim", None) == 0
 
 
+def _tensors_with_batch_axis(values: list[Any]) -> bool:
+    return all(isinstance(value, torch.Tensor) and value.ndim > 0 for value in values)
+
+
+def is_list_field(values: list[Any]) -> bool:
+    """Whether one key's values are a list field the collater pads [dcoll-fields]: neither
+    all tensors with a batch axis nor one scalar per item."""
+    return not _tensors_with_batch_axis(values) and not all(_one_scalar(value) for value in values)
+
+
 def batched_field(values: list[Any]) -> torch.Tensor | None:
     """One key's values batched without padding [dcoll-fields]: tensors with a batch axis
     (``[B_i, ...]``, a 1-D one read as ``[1, N]``) concatenated along it, or one scalar per item
     stacked to ``[B]`` (the dtype numpy infers); None for a list field (padded by the caller)."""
-    if all(isinstance(value, torch.Tensor) and value.ndim > 0 for value in values):
+    if _tensors_with_batch_axis(values):
         return torch.cat([with_batch_axis(value) for value in values])
     if all(_one_scalar(value) for value in values):
         return torch.as_tensor(np.asarray(values))
