@@ -1,11 +1,12 @@
 """The contract's rules that have no tensor work, written for ``vectorized`` from SPEC.md.
 
-Public: another backend may reuse them (``backends/native`` and ``backends/triton`` call them
-for the parts they do not implement natively). They are this backend's own code, not the
-reference's, so a differential run against the reference checks them too.
+Public: another backend may reuse them (from ``vectorized``'s public API, as it may reuse any of
+its functions). They are this backend's own code, not the reference's, so a differential run
+against the reference checks them too.
 
-* ``check_convert_options``: the option checks of ``convert_text_batch`` in SPEC order
-  [types-output-format, ctb-option-types, unpacked-errors] items 1-4;
+* ``check_output_format`` [types-output-format], and ``check_convert_options``: the option
+  checks of ``convert_text_batch`` in SPEC order [types-output-format, ctb-option-types,
+  unpacked-errors] items 1-4;
 * ``sample_records``, ``token_field_name``, ``output_device``: reading a ``zephon.SampleBatch``
   [ctb-input-errors] items 1-3, [ctb-token-field], [tb-device];
 * ``xdoc_fields``, ``position_axes``: the field checks of ``enable_xdoc_attention`` [xdoc-errors];
@@ -30,6 +31,7 @@ __all__ = [
     "TOKEN_FIELDS",
     "batched_field",
     "check_convert_options",
+    "check_output_format",
     "collater_pad_value",
     "is_list_field",
     "odd_width",
@@ -63,6 +65,16 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+def check_output_format(output_format: Any) -> None:
+    """Reject an unknown output format [types-output-format].
+
+    Raises:
+        ValueError: ``output_format`` is not ``"batched"`` or ``"thd"``.
+    """
+    if not isinstance(output_format, str) or output_format not in _OUTPUT_FORMATS:
+        raise ValueError(f"output_format must be one of {list(_OUTPUT_FORMATS)}, got {output_format!r}")
+
+
 def check_convert_options(
     output_format: Any,
     ignore_index: Any,
@@ -80,8 +92,7 @@ def check_convert_options(
         TypeError: ``ignore_index`` / ``pad_to_length`` / ``pad_token_id`` not an int (bool is
             not), a flag not a bool (a truthy string never switches a policy on).
     """
-    if not isinstance(output_format, str) or output_format not in _OUTPUT_FORMATS:
-        raise ValueError(f"output_format must be one of {list(_OUTPUT_FORMATS)}, got {output_format!r}")
+    check_output_format(output_format)
     if not _is_plain_int(ignore_index):
         raise TypeError(f"ignore_index must be an int, got {_describe(ignore_index)}")
     for name, flag in (
