@@ -20,6 +20,7 @@ their share of the suite's calls). Every other input, errors included, is this m
 
 from __future__ import annotations
 
+import array
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
 from typing import Any
@@ -62,11 +63,11 @@ def _is_int64_pad(pad: Any) -> bool:
     return type(pad) is int and INT64_MIN <= pad <= INT64_MAX
 
 
-def _int64_values(row: list[Any]) -> bool:
-    """Whether every element of the list ``row`` is a Python int (or numpy int64) that int64
-    holds: what ``torch.tensor(row, dtype=torch.int64)`` reads without casting."""
-    kinds = set(map(type, row))
-    return kinds <= {int, np.int64} and (not row or (INT64_MIN <= min(row) and max(row) <= INT64_MAX))
+def _int_values(row: list[Any]) -> bool:
+    """Whether every element of the list ``row`` is exactly a Python int (one C-level pass over
+    the element types): what ``torch.tensor(row, dtype=torch.int64)`` reads without casting,
+    or refuses with a ``ValueError`` outside int64 (``_int_row`` raises it too)."""
+    return list(map(type, row)).count(int) == len(row)
 
 
 def _list_fields(batch: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]]:
@@ -90,45 +91,58 @@ def _list_pad(key: str, rows: list[Any], overrides: Any) -> Any:
 # --- the fast paths -------------------------------------------------------------------------------
 
 
-def _scatter_rows(rows: list[Any], lengths: list[int], width: int, pad: int) -> np.ndarray:
-    """``rows`` (lists of int64 ints or 1-D CPU int64 tensors; ``lengths`` their lengths)
+def _scatter_rows(rows: list[Any], lengths: list[int], width: int, pad: int, field: str) -> np.ndarray:
+    """``rows`` of ``field`` (lists of ints or 1-D CPU int64 tensors; ``lengths`` their lengths)
     right-padded with ``pad`` to ``width`` as an int64 ``[B, width]`` array: one concatenation
-    and one boolean-mask assignment."""
+    and one boolean-mask assignment. ``ValueError`` for a value outside int64 (``_int_row``)."""
     out = np.full((len(rows), width), pad, dtype=np.int64)
-    parts = [_int_row(row) for row, length in zip(rows, lengths) if length]
+    parts = [_int_row(row, field, index) for index, (row, length) in enumerate(zip(rows, lengths)) if length]
     if parts:
         flat = np.concatenate(parts)
         out[np.arange(width) < np.asarray(lengths)[:, None]] = flat
     return out
 
 
-def _int_row(row: Any) -> np.ndarray:
-    """A 1-D int64 numpy array of a row the predicates let through: a list (converted) or a
-    CPU int64 tensor (read in place, copied by the concatenation)."""
-    return row.numpy() if type(row) is torch.Tensor else np.array(row, dtype=np.int64)
+def _int_row(row: Any, field: str, index: int) -> np.ndarray:
+    """A 1-D int64 numpy array of a row the predicates let through: a CPU int64 tensor (read in
+    place; callers copy) or a list of Python ints (one C-level conversion, ``array.array``).
+
+    Raises:
+        ValueError: a value outside int64, as upstream's ``torch.tensor`` (naming field and row).
+    """
+    if type(row) is torch.Tensor:
+        return row.numpy()
+    try:
+        values = array.array("q", row)
+    except OverflowError:
+        raise ValueError(f"{field}: row {index} holds a value outside the int64 range") from None
+    return np.frombuffer(values, dtype=np.int64) if values else np.zeros(0, dtype=np.int64)
 
 
-def _pad_int_lists(rows: list[Any], pad: int, pad_seq_len_divisible: Any = None) -> np.ndarray:
+def _pad_int_lists(rows: list[Any], pad: int, field: str, pad_seq_len_divisible: Any = None) -> np.ndarray:
     """The values of the reference's ``torch.tensor(_right_pad(rows, pad, divisible),
-    dtype=torch.int64)`` as an int64 numpy array, for lists of int64 ints [dcoll-fields,
-    dcoll-pad-values, thdcoll-prepacked]."""
+    dtype=torch.int64)`` as an int64 numpy array, for lists of ints [dcoll-fields,
+    dcoll-pad-values, thdcoll-prepacked]; ``ValueError`` for a value outside int64."""
     lengths = [len(row) for row in rows]
-    return _scatter_rows(rows, lengths, padded_width(max(lengths), pad_seq_len_divisible), pad)
+    return _scatter_rows(rows, lengths, padded_width(max(lengths), pad_seq_len_divisible), pad, field)
 
 
 def _stack_rows(rows: list[Any], field: str) -> torch.Tensor:
     """Equal-length token rows stacked to ``[B, L]`` [thdcoll-prepacked]: tensors with the
-    reference's ``torch.stack`` (dtype and device kept), int lists with one ``np.array`` (int64).
+    reference's ``torch.stack`` (dtype and device kept), int lists converted row by row (int64)
+    then stacked, in upstream's order.
 
     Raises:
+        ValueError: a value outside int64.
         RuntimeError: list rows of different lengths (naming the field and the lengths).
     """
     if all(isinstance(row, torch.Tensor) for row in rows):
         return with_batch_axis(torch.stack([torch.as_tensor(row) for row in rows]))
+    arrays = [_int_row(row, field, index) for index, row in enumerate(rows)]
     lengths = {len(row) for row in rows}
     if len(lengths) > 1:  # [thdcoll-prepacked]: items of different lengths -> RuntimeError
         raise RuntimeError(f"{field}: prepacked items must share one length to stack, got lengths {sorted(lengths)}")
-    return torch.from_numpy(np.array(rows, dtype=np.int64))
+    return torch.from_numpy(np.stack(arrays))
 
 
 # --- default_collater -------------------------------------------------------------------------
@@ -145,7 +159,7 @@ def _default_collater_fast(batch: Sequence[Mapping[str, Any]], pad_seq_len_divis
         values = [item[key] for item in batch]
         field = batched_field(values)  # tensors and scalars: the reference's (already whole-batch)
         if field is None:
-            padded[key] = _pad_int_lists(values, _list_pad(key, values, overrides), pad_seq_len_divisible)
+            padded[key] = _pad_int_lists(values, _list_pad(key, values, overrides), key, pad_seq_len_divisible)
             field = torch.from_numpy(padded[key])
         result[key] = field
 
@@ -184,7 +198,7 @@ def _non_int64_pad(batch: Sequence[Mapping[str, Any]], pad_seq_len_divisible: An
 
 
 def _non_int64_values(batch: Sequence[Mapping[str, Any]], pad_seq_len_divisible: Any) -> bool:
-    return not all(_int64_values(row) for _, rows in _list_fields(batch) for row in rows)
+    return not all(_int_values(row) for _, rows in _list_fields(batch) for row in rows)
 
 
 _DEFAULT_COLLATER = (
@@ -246,8 +260,8 @@ def _synthesized(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     input_ids_pad = collater_pad_value("input_ids", batch[0].get(PAD_TOKEN_IDS_KEY)) or 0
     real_tokens = [_real_tokens(item, length) for item, length in zip(batch, lengths)]
     return thd_batch(
-        torch.from_numpy(_scatter_rows(ids_rows, lengths, width, input_ids_pad)),
-        torch.from_numpy(_scatter_rows(label_rows, lengths, width, CROSS_ENTROPY_IGNORE_IDX)),
+        torch.from_numpy(_scatter_rows(ids_rows, lengths, width, input_ids_pad, "input_ids")),
+        torch.from_numpy(_scatter_rows(label_rows, lengths, width, CROSS_ENTROPY_IGNORE_IDX, "labels")),
         torch.from_numpy(np.tile(np.arange(width, dtype=np.int64), (len(batch), 1))),
         torch.tensor(real_tokens, dtype=torch.int64).unsqueeze(1),
         torch.full((len(batch), 1), width, dtype=torch.int64),
@@ -257,7 +271,7 @@ def _synthesized(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def _prepacked(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """[thdcoll-prepacked] Token fields stack to [B, L]; lengths pad to the most sequences."""
     stacked = [_stack_rows([item[field] for item in batch], field) for field in _TOKEN_FIELDS]
-    lengths = [torch.from_numpy(_pad_int_lists([item[f] for item in batch], THD_LENGTH_PAD)) for f in _LENGTH_FIELDS]
+    lengths = [torch.from_numpy(_pad_int_lists([item[f] for item in batch], THD_LENGTH_PAD, f)) for f in _LENGTH_FIELDS]
     return thd_batch(*stacked, *lengths)
 
 
@@ -289,11 +303,10 @@ def _empty_or_non_list_token_rows(batch: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def _non_int64_token_rows(batch: Sequence[Mapping[str, Any]]) -> bool:
-    for rows in _token_rows(batch):
-        tensors = all(isinstance(row, torch.Tensor) for row in rows)
-        if not tensors and len({len(row) for row in rows}) == 1 and not all(_int64_values(row) for row in rows):
-            return True  # (rows of different lengths: the fast path's RuntimeError)
-    return False
+    return any(
+        not all(isinstance(row, torch.Tensor) for row in rows) and not all(_int_values(row) for row in rows)
+        for rows in _token_rows(batch)
+    )
 
 
 def _length_rows(batch: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -306,7 +319,7 @@ def _non_list_length_row(batch: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def _non_int64_lengths(batch: Sequence[Mapping[str, Any]]) -> bool:
-    return not all(_int64_values(row) for row in _length_rows(batch))
+    return not all(_int_values(row) for row in _length_rows(batch))
 
 
 def _all_items_empty(batch: Sequence[Mapping[str, Any]]) -> bool:
@@ -343,7 +356,7 @@ def _non_list_synthesized_row(batch: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def _non_int64_synthesized_values(batch: Sequence[Mapping[str, Any]]) -> bool:
-    return not all(_int64_values(row) for row in _synthesized_rows(batch) if type(row) is list)
+    return not all(_int_values(row) for row in _synthesized_rows(batch) if type(row) is list)
 
 
 def _non_int_mask(batch: Sequence[Mapping[str, Any]]) -> bool:

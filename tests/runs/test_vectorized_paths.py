@@ -250,3 +250,31 @@ def test_a_fast_path_that_fails_half_way_raises_instead_of_delegating(monkeypatc
         vectorized.packed_sequence_thd_collater([{"input_ids": [1, 2], "labels": [2, 3]}])
     with pytest.raises(RuntimeError, match="planted"):
         vectorized.collate_datums([Datum([1, 2], {"target_tokens": [2, 3]})])
+
+
+@pytest.mark.parametrize(
+    ("function", "batch"),
+    [
+        ("default_collater", [{"input_ids": [1, 2**63]}, {"input_ids": [3]}]),
+        ("packed_sequence_thd_collater", [{"input_ids": [1, -(2**63) - 1], "labels": [2, 3]}]),
+        (
+            "packed_sequence_thd_collater",
+            [
+                {
+                    "input_ids": [1, 2**64],
+                    "labels": [2, 3],
+                    "position_ids": [0, 1],
+                    "seq_lens": [2],
+                    "seq_lens_padded": [2],
+                }
+            ],
+        ),
+    ],
+)
+def test_a_value_outside_int64_is_the_fast_paths_value_error(function, batch):
+    # upstream's torch.tensor refuses it with a ValueError; the fast path raises it itself, naming the field
+    assert paths.choose(function, DELEGATIONS[function], *_choice_args(function, (batch,), {})) is None
+    with pytest.raises(ValueError, match="outside the int64 range"):
+        getattr(vectorized, function)(batch)
+    with pytest.raises(ValueError):
+        REFERENCE[function](batch)
