@@ -9,8 +9,9 @@ the public ``rules`` module that other backends may reuse; no private name of th
 used. Taken from the reference, by public name: the contract types, constants and their
 validation, ``Datum`` (the class; ``collate_datums`` is this backend's) and ``ZephonDataLoader``
 (whose cost is Zephon's). ``default_collater``, ``packed_sequence_thd_collater`` and
-``collate_datums`` delegate a few unusual inputs to the reference, each by name
-(``backends/vectorized/README.md`` lists them with the reason; ``paths`` counts them).
+``collate_datums`` delegate a few unusual input classes to the reference, each a named
+predicate checked before the fast path (``backends/vectorized/README.md`` lists them with the
+reason and the share of the suite's calls; ``paths`` chooses and counts them).
 
 Use: ``pytest conformance --backend=vectorized [--device=cuda]``.
 """

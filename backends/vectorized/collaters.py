@@ -5,23 +5,22 @@ Same outputs, key order, dtypes, devices and errors as ``batchspec.reference.col
 nemo-automodel 0.7.0 with decision D-6: nothing given is modified), computed with whole-batch
 numpy / torch operations instead of per-row Python list padding:
 
-* list fields of Python ints are converted once per row with ``np.array`` (whose inferred dtype
-  tells ints from floats, bools and other values), concatenated, and scattered into a
-  preallocated ``[B, S]`` array with one boolean-mask assignment;
+* list fields of Python ints are converted once per row to int64 (``np.array``), concatenated,
+  and scattered into a preallocated ``[B, S]`` array with one boolean-mask assignment;
 * tensor fields keep the reference's ``torch.cat`` / ``torch.stack`` (already whole-batch);
 * ``pack_features_for_thd`` joins the features with ``itertools.chain`` (C-level, no Python
   loop over tokens).
 
-Corner cases that are not lists (or 1-D tensors) of integers -- floats, bools, mixed types,
-nested lists, a list field holding a non-sequence, an empty row that must give the pad value,
-a non-int pad value, THD synthesis over tensors that are not CPU int64 -- and every call that
-fails are handed to the reference implementation, which then returns or raises exactly what
-the contract says (so error types and their order are the reference's by construction).
+Inputs outside that (floats, bools or big ints in a list, a list field holding a non-list row,
+a pad value that is not an int64 int, THD synthesis over tensors that are not CPU int64, ...)
+are delegated to the reference by name: ``DELEGATIONS`` holds, per function, the predicates
+checked before any work (backends/vectorized/README.md lists them, with the input class and
+their share of the suite's calls). Every other input, errors included, is this module's.
 """
 
 from __future__ import annotations
 
-import math
+import array
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
 from typing import Any
@@ -29,18 +28,34 @@ from typing import Any
 import numpy as np
 import torch
 
-from batchspec.backends.vectorized.paths import Delegate, record
+from batchspec.backends.vectorized import paths
 from batchspec.backends.vectorized.rules import (
     PAD_TOKEN_IDS_KEY,
     batched_field,
     collater_pad_value,
+    is_list_field,
+    odd_width,
+    padded_width,
     thd_batch,
     with_batch_axis,
 )
 from batchspec.reference import collaters as _reference
 from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN, THD_LENGTH_PAD
 
-__all__ = ["PAD_TOKEN_IDS_KEY", "default_collater", "pack_features_for_thd", "packed_sequence_thd_collater"]
+__all__ = [
+    "DELEGATIONS",
+    "PAD_TOKEN_IDS_KEY",
+    "default_collater",
+    "pack_features_for_thd",
+    "packed_sequence_thd_collater",
+]
+
+# The prepacked THD collater's token fields, stacked to [B, L] [thdcoll-prepacked].
+_TOKEN_FIELDS = ("input_ids", "labels", "position_ids")
+_LENGTH_FIELDS = ("seq_lens", "seq_lens_padded")
+
+
+# --- what the fast paths take -------------------------------------------------------------------
 
 
 def _is_int64_pad(pad: Any) -> bool:
@@ -48,71 +63,86 @@ def _is_int64_pad(pad: Any) -> bool:
     return type(pad) is int and INT64_MIN <= pad <= INT64_MAX
 
 
-def _int_row(row: Any) -> np.ndarray:
-    """A non-empty 1-D numpy integer array of one row; ``Delegate`` unless ``row`` is a
-    non-empty plain list of integers (what ``torch.tensor(..., dtype=torch.int64)`` reads
-    without casting)."""
-    if type(row) is torch.Tensor:
-        # A 1-D CPU int64 tensor (THD synthesis only): read in place, copied by the concatenation.
-        if row.dtype != torch.int64 or row.ndim != 1 or row.device.type != "cpu" or row.shape[0] == 0:
-            raise Delegate("tensor-row-not-cpu-int64")
-        return row.numpy()
-    if type(row) is not list or not row:
-        raise Delegate("empty-or-non-list-row")
-    array = np.array(row)
-    # int64 is what numpy infers for Python ints; anything else (floats, bools, big ints, numpy
-    # scalars of another width, strings, nested lists) goes to the reference.
-    if array.dtype != np.int64 or array.ndim != 1:
-        raise Delegate("non-int64-values")
-    return array
+def _int_values(row: list[Any]) -> bool:
+    """Whether every element of the list ``row`` is exactly a Python int (one C-level pass over
+    the element types): what ``torch.tensor(row, dtype=torch.int64)`` reads without casting,
+    or refuses with a ``ValueError`` outside int64 (``_int_row`` raises it too)."""
+    return list(map(type, row)).count(int) == len(row)
 
 
-def _scatter_rows(rows: list[Any], lengths: list[int], width: int, pad: int) -> np.ndarray:
-    """``rows`` (lists of ints; ``lengths`` their lengths) right-padded with ``pad`` to ``width``
-    as an int64 ``[B, width]`` array: one concatenation and one boolean-mask assignment."""
+def _list_fields(batch: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]]:
+    """``(key, rows)`` of each list field ``default_collater`` pads, in item 0's key order."""
+    fields = []
+    for key in batch[0]:
+        if key != PAD_TOKEN_IDS_KEY:
+            values = [item[key] for item in batch]
+            if is_list_field(values):
+                fields.append((key, values))
+    return fields
+
+
+def _list_pad(key: str, rows: list[Any], overrides: Any) -> Any:
+    """A list field's pad value [dcoll-pad-values]; item 0's last element when there is no
+    other (``IndexError`` when row 0 is empty, as the reference)."""
+    pad = collater_pad_value(key, overrides)
+    return rows[0][-1] if pad is None else pad
+
+
+# --- the fast paths -------------------------------------------------------------------------------
+
+
+def _scatter_rows(rows: list[Any], lengths: list[int], width: int, pad: int, field: str) -> np.ndarray:
+    """``rows`` of ``field`` (lists of ints or 1-D CPU int64 tensors; ``lengths`` their lengths)
+    right-padded with ``pad`` to ``width`` as an int64 ``[B, width]`` array: one concatenation
+    and one boolean-mask assignment. ``ValueError`` for a value outside int64 (``_int_row``)."""
     out = np.full((len(rows), width), pad, dtype=np.int64)
-    parts = [_int_row(row) for row, length in zip(rows, lengths) if length]
+    parts = [_int_row(row, field, index) for index, (row, length) in enumerate(zip(rows, lengths)) if length]
     if parts:
         flat = np.concatenate(parts)
         out[np.arange(width) < np.asarray(lengths)[:, None]] = flat
     return out
 
 
-def _pad_int_lists(rows: list[Any], pad: Any, pad_seq_len_divisible: Any = None) -> np.ndarray:
+def _int_row(row: Any, field: str, index: int) -> np.ndarray:
+    """A 1-D int64 numpy array of a row the predicates let through: a CPU int64 tensor (read in
+    place; callers copy) or a list of Python ints (one C-level conversion, ``array.array``).
+
+    Raises:
+        ValueError: a value outside int64, as upstream's ``torch.tensor`` (naming field and row).
+    """
+    if type(row) is torch.Tensor:
+        return row.numpy()
+    try:
+        values = array.array("q", row)
+    except OverflowError:
+        raise ValueError(f"{field}: row {index} holds a value outside the int64 range") from None
+    return np.frombuffer(values, dtype=np.int64) if values else np.zeros(0, dtype=np.int64)
+
+
+def _pad_int_lists(rows: list[Any], pad: int, field: str, pad_seq_len_divisible: Any = None) -> np.ndarray:
     """The values of the reference's ``torch.tensor(_right_pad(rows, pad, divisible),
-    dtype=torch.int64)`` as an int64 numpy array, for plain lists of ints [dcoll-fields,
-    dcoll-pad-values, thdcoll-prepacked]; ``Delegate`` for anything else (non-list rows, an
-    item-0 pad from an empty row, a non-int pad, a divisor that does not give an int width)."""
-    if any(type(row) is not list for row in rows):
-        raise Delegate("non-list-row")
+    dtype=torch.int64)`` as an int64 numpy array, for lists of ints [dcoll-fields,
+    dcoll-pad-values, thdcoll-prepacked]; ``ValueError`` for a value outside int64."""
     lengths = [len(row) for row in rows]
-    width = max(lengths)
-    if pad_seq_len_divisible:
-        width = math.ceil(width / pad_seq_len_divisible) * pad_seq_len_divisible
-        if type(width) is not int or width < max(lengths):
-            raise Delegate("odd-divisor")
-    if pad is None:
-        pad = rows[0][-1]  # upstream quirk: item 0's last element (IndexError -> the reference raises it)
-    if not _is_int64_pad(pad):
-        raise Delegate("non-int64-pad")
-    return _scatter_rows(rows, lengths, width, pad)
+    return _scatter_rows(rows, lengths, padded_width(max(lengths), pad_seq_len_divisible), pad, field)
 
 
 def _stack_rows(rows: list[Any], field: str) -> torch.Tensor:
     """Equal-length token rows stacked to ``[B, L]`` [thdcoll-prepacked]: tensors with the
-    reference's ``torch.stack`` (dtype and device kept), plain int lists with one ``np.array``
-    (int64); ``Delegate`` otherwise (empty, ragged or non-int rows, mixed kinds)."""
+    reference's ``torch.stack`` (dtype and device kept), int lists converted row by row (int64)
+    then stacked, in upstream's order.
+
+    Raises:
+        ValueError: a value outside int64.
+        RuntimeError: list rows of different lengths (naming the field and the lengths).
+    """
     if all(isinstance(row, torch.Tensor) for row in rows):
         return with_batch_axis(torch.stack([torch.as_tensor(row) for row in rows]))
-    if any(type(row) is not list for row in rows) or not rows[0]:
-        raise Delegate("empty-or-non-list-token-rows")
+    arrays = [_int_row(row, field, index) for index, row in enumerate(rows)]
     lengths = {len(row) for row in rows}
     if len(lengths) > 1:  # [thdcoll-prepacked]: items of different lengths -> RuntimeError
         raise RuntimeError(f"{field}: prepacked items must share one length to stack, got lengths {sorted(lengths)}")
-    array = np.array(rows)
-    if array.dtype != np.int64 or array.ndim != 2:
-        raise Delegate("non-int64-token-rows")
-    return torch.from_numpy(array)
+    return torch.from_numpy(np.stack(arrays))
 
 
 # --- default_collater -------------------------------------------------------------------------
@@ -129,7 +159,7 @@ def _default_collater_fast(batch: Sequence[Mapping[str, Any]], pad_seq_len_divis
         values = [item[key] for item in batch]
         field = batched_field(values)  # tensors and scalars: the reference's (already whole-batch)
         if field is None:
-            padded[key] = _pad_int_lists(values, collater_pad_value(key, overrides), pad_seq_len_divisible)
+            padded[key] = _pad_int_lists(values, _list_pad(key, values, overrides), key, pad_seq_len_divisible)
             field = torch.from_numpy(padded[key])
         result[key] = field
 
@@ -149,6 +179,36 @@ def _default_collater_fast(batch: Sequence[Mapping[str, Any]], pad_seq_len_divis
     return result
 
 
+def _non_list_row(batch: Sequence[Mapping[str, Any]], pad_seq_len_divisible: Any) -> bool:
+    return any(type(row) is not list for _, rows in _list_fields(batch) for row in rows)
+
+
+def _odd_divisor(batch: Sequence[Mapping[str, Any]], pad_seq_len_divisible: Any) -> bool:
+    return any(odd_width(max(map(len, rows)), pad_seq_len_divisible) for _, rows in _list_fields(batch))
+
+
+def _non_int64_pad(batch: Sequence[Mapping[str, Any]], pad_seq_len_divisible: Any) -> bool:
+    overrides = batch[0].get(PAD_TOKEN_IDS_KEY)
+    for key, rows in _list_fields(batch):
+        if collater_pad_value(key, overrides) is None and not rows[0]:
+            return False  # IndexError, raised by the fast path as by the reference
+        if not _is_int64_pad(_list_pad(key, rows, overrides)):
+            return True
+    return False
+
+
+def _non_int64_values(batch: Sequence[Mapping[str, Any]], pad_seq_len_divisible: Any) -> bool:
+    return not all(_int_values(row) for _, rows in _list_fields(batch) for row in rows)
+
+
+_DEFAULT_COLLATER = (
+    ("non-list-row", _non_list_row),
+    ("odd-divisor", _odd_divisor),
+    ("non-int64-pad", _non_int64_pad),
+    ("non-int64-values", _non_int64_values),
+)
+
+
 def default_collater(
     batch: Sequence[Mapping[str, Any]],
     pad_seq_len_divisible: int | None = None,
@@ -156,34 +216,29 @@ def default_collater(
     """``batchspec.reference.collaters.default_collater``, vectorized (SPEC.md section 8, "The
     canonical collaters": keys, pads, dtypes, errors and clauses are there).
 
-    Lists of Python ints are padded with whole-batch numpy operations (``_pad_int_lists``); any
-    other list content (floats, bools, nested lists, a non-list row, a non-int pad) and every
-    error case are computed by the reference function, so those results and errors are the
-    reference's. The items are never modified (D-6).
+    Lists of int64 ints are padded with whole-batch numpy operations (``_pad_int_lists``); the
+    inputs of ``DELEGATIONS["default_collater"]`` (a non-list row, a float or negative divisor,
+    a pad value that is not an int64 int, list values that are not int64 ints) are computed by
+    the reference function. The items are never modified (D-6).
     """
-    try:
-        result = _default_collater_fast(batch, pad_seq_len_divisible)
-    except Delegate as delegation:  # an input listed in backends/vectorized/README.md, by name; errors are ours
-        record("default_collater", delegation.reason)
+    if paths.choose("default_collater", _DEFAULT_COLLATER, batch, pad_seq_len_divisible):
         return _reference.default_collater(batch, pad_seq_len_divisible)
-    record("default_collater", "fast")
-    return result
+    return _default_collater_fast(batch, pad_seq_len_divisible)
 
 
 # --- packed_sequence_thd_collater -----------------------------------------------------------------
 
 
-def _real_tokens(item: Mapping[str, Any], length: int) -> int:
+def _real_tokens(item: Mapping[str, Any], length: int) -> int | None:
     """``sum(attention_mask)`` of a synthesized item, or its length without a mask
-    [thdcoll-synthesized]; ``Delegate`` for a mask that is not int values."""
+    [thdcoll-synthesized]; None for a mask that is not a list of ints or a 1-D CPU tensor of
+    an integer or bool dtype."""
     if "attention_mask" not in item:
         return length
     mask = item["attention_mask"]
     if type(mask) is list:
         total = sum(mask)  # C-level sum of the item's list
-        if type(total) is not int:
-            raise Delegate("non-int-mask")
-        return total
+        return total if type(total) is int else None
     if type(mask) is torch.Tensor and mask.ndim == 1 and mask.device.type == "cpu":
         if mask.shape[0] == 0:
             return 0  # sum() of no element, whatever the dtype (torch.tensor([]) is float32)
@@ -193,43 +248,136 @@ def _real_tokens(item: Mapping[str, Any], length: int) -> int:
             return int(mask.sum())
         if mask.dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
             return int(mask.sum().to(mask.dtype))
-        raise Delegate("non-int-mask")
-    raise Delegate("non-int-mask")
+    return None
+
+
+def _synthesized(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """[thdcoll-synthesized] Each item is one sequence, right-padded to the longest item."""
+    ids_rows = [item["input_ids"] for item in batch]
+    label_rows = [item["labels"] for item in batch]
+    lengths = [len(row) for row in ids_rows]
+    width = max(lengths)
+    input_ids_pad = collater_pad_value("input_ids", batch[0].get(PAD_TOKEN_IDS_KEY)) or 0
+    real_tokens = [_real_tokens(item, length) for item, length in zip(batch, lengths)]
+    return thd_batch(
+        torch.from_numpy(_scatter_rows(ids_rows, lengths, width, input_ids_pad, "input_ids")),
+        torch.from_numpy(_scatter_rows(label_rows, lengths, width, CROSS_ENTROPY_IGNORE_IDX, "labels")),
+        torch.from_numpy(np.tile(np.arange(width, dtype=np.int64), (len(batch), 1))),
+        torch.tensor(real_tokens, dtype=torch.int64).unsqueeze(1),
+        torch.full((len(batch), 1), width, dtype=torch.int64),
+    )
+
+
+def _prepacked(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """[thdcoll-prepacked] Token fields stack to [B, L]; lengths pad to the most sequences."""
+    stacked = [_stack_rows([item[field] for item in batch], field) for field in _TOKEN_FIELDS]
+    lengths = [torch.from_numpy(_pad_int_lists([item[f] for item in batch], THD_LENGTH_PAD, f)) for f in _LENGTH_FIELDS]
+    return thd_batch(*stacked, *lengths)
 
 
 def _packed_sequence_thd_collater_fast(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if len(batch) == 0:
         return {}
-    first = batch[0]
-    overrides = first.get(PAD_TOKEN_IDS_KEY)
+    return _prepacked(batch) if "seq_lens" in batch[0] else _synthesized(batch)
 
-    if "seq_lens" in first:
-        # [thdcoll-prepacked] Token fields stack to [B, L]; lengths pad to the most sequences.
-        input_ids = _stack_rows([item["input_ids"] for item in batch], "input_ids")
-        labels = _stack_rows([item["labels"] for item in batch], "labels")
-        position_ids = _stack_rows([item["position_ids"] for item in batch], "position_ids")
-        seq_lens = torch.from_numpy(_pad_int_lists([item["seq_lens"] for item in batch], THD_LENGTH_PAD))
-        seq_lens_padded = torch.from_numpy(_pad_int_lists([item["seq_lens_padded"] for item in batch], THD_LENGTH_PAD))
-    else:
-        # [thdcoll-synthesized] Each item is one sequence, right-padded to the longest item.
-        ids_rows = [item["input_ids"] for item in batch]
-        label_rows = [item["labels"] for item in batch]
-        lengths = [len(row) for row in ids_rows]
-        width = max(lengths)
-        input_ids_pad = collater_pad_value("input_ids", overrides) or 0
-        if width == 0 or not _is_int64_pad(input_ids_pad):
-            raise Delegate("empty-items-or-odd-pad")  # all-empty items (float32 upstream) or an odd pad value
-        if any(len(row) != length for row, length in zip(label_rows, lengths)):
-            raise Delegate("labels-of-another-length")  # labels of another length: stacked or rejected as upstream does
-        real_tokens = [_real_tokens(item, length) for item, length in zip(batch, lengths)]
 
-        input_ids = torch.from_numpy(_scatter_rows(ids_rows, lengths, width, input_ids_pad))
-        labels = torch.from_numpy(_scatter_rows(label_rows, lengths, width, CROSS_ENTROPY_IGNORE_IDX))
-        position_ids = torch.from_numpy(np.tile(np.arange(width, dtype=np.int64), (len(batch), 1)))
-        seq_lens = torch.tensor(real_tokens, dtype=torch.int64).unsqueeze(1)
-        seq_lens_padded = torch.full((len(batch), 1), width, dtype=torch.int64)
+def _is_prepacked(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return len(batch) > 0 and "seq_lens" in batch[0]
 
-    return thd_batch(input_ids, labels, position_ids, seq_lens, seq_lens_padded)
+
+def _is_synthesized(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return len(batch) > 0 and "seq_lens" not in batch[0]
+
+
+def _token_rows(batch: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """The prepacked token fields' rows, one list per field (none for synthesis)."""
+    return [[item[field] for item in batch] for field in _TOKEN_FIELDS] if _is_prepacked(batch) else []
+
+
+def _empty_or_non_list_token_rows(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return any(
+        not all(isinstance(row, torch.Tensor) for row in rows)
+        and (any(type(row) is not list for row in rows) or not rows[0])
+        for rows in _token_rows(batch)
+    )
+
+
+def _non_int64_token_rows(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return any(
+        not all(isinstance(row, torch.Tensor) for row in rows) and not all(_int_values(row) for row in rows)
+        for rows in _token_rows(batch)
+    )
+
+
+def _length_rows(batch: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Every ``seq_lens`` / ``seq_lens_padded`` row of a prepacked batch."""
+    return [item[field] for field in _LENGTH_FIELDS for item in batch] if _is_prepacked(batch) else []
+
+
+def _non_list_length_row(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return any(type(row) is not list for row in _length_rows(batch))
+
+
+def _non_int64_lengths(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return not all(_int_values(row) for row in _length_rows(batch))
+
+
+def _all_items_empty(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return _is_synthesized(batch) and max(len(item["input_ids"]) for item in batch) == 0
+
+
+def _non_int64_ids_pad(batch: Sequence[Mapping[str, Any]]) -> bool:
+    if not _is_synthesized(batch):
+        return False
+    return not _is_int64_pad(collater_pad_value("input_ids", batch[0].get(PAD_TOKEN_IDS_KEY)) or 0)
+
+
+def _labels_of_another_length(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return _is_synthesized(batch) and any(len(item["labels"]) != len(item["input_ids"]) for item in batch)
+
+
+def _synthesized_rows(batch: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The non-empty ``input_ids`` and ``labels`` rows of a synthesized batch."""
+    if not _is_synthesized(batch):
+        return []
+    return [item[field] for item in batch for field in ("input_ids", "labels") if len(item[field])]
+
+
+def _tensor_row_not_cpu_int64(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return any(
+        isinstance(row, torch.Tensor)
+        and (type(row) is not torch.Tensor or row.dtype != torch.int64 or row.ndim != 1 or row.device.type != "cpu")
+        for row in _synthesized_rows(batch)
+    )
+
+
+def _non_list_synthesized_row(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return any(type(row) is not list and not isinstance(row, torch.Tensor) for row in _synthesized_rows(batch))
+
+
+def _non_int64_synthesized_values(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return not all(_int_values(row) for row in _synthesized_rows(batch) if type(row) is list)
+
+
+def _non_int_mask(batch: Sequence[Mapping[str, Any]]) -> bool:
+    return _is_synthesized(batch) and any(_real_tokens(item, len(item["input_ids"])) is None for item in batch)
+
+
+_PACKED_SEQUENCE_THD_COLLATER = (
+    # prepacked items
+    ("empty-or-non-list-token-rows", _empty_or_non_list_token_rows),
+    ("non-int64-token-rows", _non_int64_token_rows),
+    ("non-list-length-row", _non_list_length_row),
+    ("non-int64-lengths", _non_int64_lengths),
+    # items to synthesize
+    ("all-items-empty", _all_items_empty),
+    ("non-int64-pad", _non_int64_ids_pad),
+    ("labels-of-another-length", _labels_of_another_length),
+    ("tensor-row-not-cpu-int64", _tensor_row_not_cpu_int64),
+    ("non-list-row", _non_list_synthesized_row),
+    ("non-int64-values", _non_int64_synthesized_values),
+    ("non-int-mask", _non_int_mask),
+)
 
 
 def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -237,17 +385,21 @@ def packed_sequence_thd_collater(batch: Sequence[Mapping[str, Any]]) -> dict[str
     section 8, "The canonical collaters": keys, pads, dtypes, errors and clauses are there).
 
     Int lists (and, in synthesis mode, 1-D CPU int64 tensors) are padded and stacked with
-    whole-batch numpy/torch operations; other contents (floats, bools, empty items, labels of
-    another length, non-int64 tensors to synthesize, an odd pad value) and every error case
-    are computed by the reference function. The items are never modified (D-6).
+    whole-batch numpy/torch operations; the inputs of ``DELEGATIONS["packed_sequence_thd_collater"]``
+    (empty, non-list or non-int64 rows, all items empty, an odd pad value, labels of another
+    length, a mask that is not ints) are computed by the reference function. The items are
+    never modified (D-6).
     """
-    try:
-        result = _packed_sequence_thd_collater_fast(batch)
-    except Delegate as delegation:  # an input listed in backends/vectorized/README.md, by name; errors are ours
-        record("packed_sequence_thd_collater", delegation.reason)
+    if paths.choose("packed_sequence_thd_collater", _PACKED_SEQUENCE_THD_COLLATER, batch):
         return _reference.packed_sequence_thd_collater(batch)
-    record("packed_sequence_thd_collater", "fast")
-    return result
+    return _packed_sequence_thd_collater_fast(batch)
+
+
+# function -> its delegations, in the order they are checked (backends/vectorized/README.md)
+DELEGATIONS: dict[str, paths.Delegations] = {
+    "default_collater": _DEFAULT_COLLATER,
+    "packed_sequence_thd_collater": _PACKED_SEQUENCE_THD_COLLATER,
+}
 
 
 # --- pack_features_for_thd ------------------------------------------------------------------------

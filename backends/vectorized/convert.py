@@ -177,6 +177,160 @@ def _place(flat: torch.Tensor, lengths: torch.Tensor, batch: int, width: int, fi
     return fill
 
 
+class _DeviceReads:
+    """The device values the outputs' checks and shapes need, read back together in one
+    transfer [ctb-input-errors] 10, [xdoc-errors], [meta-max-seqlen]; each by name, with the
+    number of values its 1-D tensor holds (known on the host)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, torch.Tensor] = {}
+
+    def add(self, name: str, values: torch.Tensor) -> None:
+        self._parts[name] = values.reshape(-1)
+
+    def read(self) -> dict[str, list[int]]:
+        """Every value added, as Python ints, by name (one device read)."""
+        if not self._parts:
+            return {}
+        values = torch.cat([part.to(torch.int64) for part in self._parts.values()]).tolist()
+        out: dict[str, list[int]] = {}
+        for name, part in self._parts.items():
+            out[name], values = values[: part.shape[0]], values[part.shape[0] :]
+        return out
+
+
+def _row_width(lengths: list[int], pad_to_length: int | None) -> int:
+    """The rows' unshifted width: ``pad_to_length`` on the unpacked route, else the one shared
+    length [unpacked-padding, ctb-input-errors] 7, 8."""
+    if pad_to_length is not None:
+        for index, length in enumerate(lengths):
+            if length > pad_to_length:
+                raise ValueError(
+                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
+                )
+        return pad_to_length
+    if len(set(lengths)) != 1:
+        raise ValueError(f"sample_batch rows have different lengths {lengths} and no pad_to_length is given")
+    if lengths[0] < 2:
+        raise ValueError(f"sample_batch record 0: length {lengths[0]}, but rows need at least 2 tokens to shift")
+    return lengths[0]
+
+
+class _Layout:
+    """Where the rows' tokens lie in the ``[B, width]`` batch, on the outputs' device."""
+
+    def __init__(self, rows: _Rows, width: int, device: torch.device) -> None:
+        self.batch = len(rows.lengths)
+        self.width = width
+        self.device = device
+        self.same_length = all(length == width for length in rows.lengths)
+        self.lengths = torch.tensor(rows.lengths, device=device)
+        # First pad index of each row (unshifted): the padding suffix, grown by pad_to_length.
+        self.first_pad = self.lengths - torch.tensor(rows.padding, device=device)
+        self.columns = torch.arange(width, device=device)
+
+
+def _tokens(rows: _Rows, layout: _Layout, pad_token_id: int | None) -> torch.Tensor:
+    """The token rows as int64 ``[B, width]``, right-padded with ``pad_token_id`` on the
+    unpacked route [unpacked-padding]."""
+    flat = _as_batch(rows.tokens, layout.device)
+    if layout.same_length:
+        return flat.view(layout.batch, layout.width)
+    fill = torch.full((layout.batch, layout.width), pad_token_id, dtype=torch.int64, device=layout.device)
+    return _place(flat, layout.lengths, layout.batch, layout.width, fill)
+
+
+def _positions(rows: _Rows, layout: _Layout, reads: _DeviceReads) -> torch.Tensor:
+    """int64 ``[B, width]`` positions [ctb-positions, unpacked-padding]: a record without
+    positions counts 0.. over its real tokens and restarts at 0 over its pad tail; the unpacked
+    route's appended pad tokens continue that tail. Given positions then overwrite their rows'
+    front. Adds the flags of [ctb-input-errors] 10 to ``reads`` (``bad_start``, ``negative``)."""
+    batch, width, device = layout.batch, layout.width, layout.device
+    given: slice | torch.Tensor
+    if len(rows.with_positions) == batch and layout.same_length:
+        positions = _as_batch(rows.positions, device).view(batch, width)
+        given = slice(None)
+    else:
+        first_pad = layout.first_pad[:, None]
+        columns = layout.columns
+        positions = torch.where(columns >= first_pad, columns - first_pad, columns)
+        given = torch.tensor(rows.with_positions, dtype=torch.int64, device=device)
+        if rows.with_positions:
+            flat = _as_batch(rows.positions, device)
+            positions[given] = _place(flat, layout.lengths[given], len(rows.with_positions), width, positions[given])
+    bad_start = torch.zeros(batch, dtype=torch.bool, device=device)
+    negative = torch.zeros(batch, dtype=torch.bool, device=device)
+    bad_start[given] = positions[given, 0] != 0
+    negative[given] = (positions[given] < 0).any(dim=1)
+    reads.add("bad_start", bad_start)
+    reads.add("negative", negative)
+    return positions
+
+
+def _shifted_fields(
+    tokens: torch.Tensor, positions: torch.Tensor, layout: _Layout, ignore_index: int, mask_segment_starts: bool
+) -> dict[str, Any]:
+    """Shift, labels, masks, document ids [ctb-shift .. ctb-document-ids], each ``[B, S]``."""
+    sequence = layout.width - 1
+    index = layout.columns[:sequence]
+    first_pad = layout.first_pad[:, None]
+    target_is_padding = (index + 1) >= first_pad
+    if mask_segment_starts:
+        target_is_padding = target_is_padding | (positions[:, 1:] == 0)
+    padding_mask = index >= first_pad
+    position_ids = positions[:, :sequence].clone()
+    document_ids = torch.where(padding_mask, 0, (position_ids == 0).cumsum(dim=1))
+    return {
+        "input_ids": tokens[:, :sequence].clone(),
+        "labels": torch.where(target_is_padding, ignore_index, tokens[:, 1:]),
+        "position_ids": position_ids,
+        "padding_mask": padding_mask,
+        "document_ids": document_ids,
+        "attention_document_ids": document_ids.clone(),  # [ctb-attention-ids]
+    }
+
+
+def _xdoc_bound(packing_contract: PackedSequenceContract) -> int | None:
+    """The contract's ``max_sequence_length`` when it is an int (the xdoc bound), else None."""
+    bound = getattr(packing_contract, "max_sequence_length", None)
+    return bound if _is_int(bound) else None
+
+
+def _cross_document(out: dict[str, Any], packing_contract: PackedSequenceContract, reads: _DeviceReads) -> None:
+    """[ctb-xdoc] ``enable_xdoc_attention``'s semantics on ``out``: positions continue across
+    documents, every real token attends as one; adds the largest position (``xdoc_largest``)
+    to ``reads`` when the contract bounds it."""
+    document_ids = out["document_ids"]
+    translated = document_ids > 0
+    width = document_ids.shape[1] + 1
+    out["position_ids"] = xdoc_positions(out["position_ids"][None], document_ids, translated, width)[0]
+    out["attention_document_ids"] = translated.to(torch.int64)
+    if _xdoc_bound(packing_contract) is not None:
+        reads.add("xdoc_largest", torch.where(translated, out["position_ids"], -1).amax())
+
+
+def _check_reads(values: dict[str, list[int]], packing_contract: PackedSequenceContract) -> None:
+    """The errors found on the device, in SPEC order [ctb-input-errors] 10, [xdoc-errors]."""
+    if any(values["bad_start"]):
+        raise ValueError(f"sample_batch record {values['bad_start'].index(1)}: positions must start at 0")
+    if any(values["negative"]):
+        raise ValueError(f"sample_batch record {values['negative'].index(1)}: positions must be >= 0")
+    bound = _xdoc_bound(packing_contract)
+    if "xdoc_largest" in values and bound is not None and values["xdoc_largest"][0] >= bound:
+        raise xdoc_bound_error(values["xdoc_largest"][0], bound)
+
+
+def _batched_route(out: dict[str, Any], packing_contract: PackedSequenceContract) -> None:
+    """[ctb-output-route] The batched route's packed ids and attention mask, from the selected
+    ids [batched-block-causal, batched-document-ids-mask]."""
+    selected = out["attention_document_ids"]
+    out["_packed_seq_ids"] = selected.clone()
+    mask_type = packing_contract.packed_mask_type
+    if mask_type not in _PACKED_MASKS:
+        raise ValueError(f"packing_contract.packed_mask_type {mask_type!r} is not one of {sorted(_PACKED_MASKS)}")
+    out["attention_mask"] = _PACKED_MASKS[mask_type](selected)
+
+
 def convert_text_batch(
     sample_batch: Any,
     packing_contract: PackedSequenceContract,
@@ -199,122 +353,31 @@ def convert_text_batch(
     check_convert_options(
         output_format, ignore_index, mask_segment_starts, allow_cross_document_attention, pad_to_length, pad_token_id
     )
-    records = sample_records(sample_batch)
-    rows = _read_records(records)
-    batch = len(rows.lengths)
+    rows = _read_records(sample_records(sample_batch))
+    layout = _Layout(rows, _row_width(rows.lengths, pad_to_length), output_device(rows.given))
+    reads = _DeviceReads()
+    positions = _positions(rows, layout, reads)
+    out = _shifted_fields(_tokens(rows, layout, pad_token_id), positions, layout, ignore_index, mask_segment_starts)
+    if allow_cross_document_attention:
+        _cross_document(out, packing_contract, reads)
 
-    # Row length after the unpacked route's padding [unpacked-padding, ctb-input-errors] 7, 8.
-    if pad_to_length is not None:
-        for index, length in enumerate(rows.lengths):
-            if length > pad_to_length:
-                raise ValueError(
-                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
-                )
-        width = pad_to_length
-    else:
-        if len(set(rows.lengths)) != 1:
-            raise ValueError(f"sample_batch rows have different lengths {rows.lengths} and no pad_to_length is given")
-        width = rows.lengths[0]
-        if width < 2:
-            raise ValueError(f"sample_batch record 0: length {width}, but rows need at least 2 tokens to shift")
-
-    device = output_device(rows.given)
-    sequence = width - 1
-    same_length = all(length == width for length in rows.lengths)
-    lengths = torch.tensor(rows.lengths, device=device)
-    # First pad index of each row (unshifted): the padding suffix, grown by pad_to_length.
-    first_pad = lengths - torch.tensor(rows.padding, device=device)
-
-    tokens_flat = _as_batch(rows.tokens, device)
-    if same_length:
-        tokens = tokens_flat.view(batch, width)
-    else:
-        fill = torch.full((batch, width), pad_token_id, dtype=torch.int64, device=device)
-        tokens = _place(tokens_flat, lengths, batch, width, fill)
-
-    # Positions [ctb-positions, unpacked-padding]: a record without positions counts 0.. over
-    # its real tokens and restarts at 0 over its pad tail; the unpacked route's appended pad
-    # tokens continue that tail. Given positions then overwrite their rows' front.
-    columns = torch.arange(width, device=device)
-    reads: list[torch.Tensor] = []
-    if len(rows.with_positions) == batch and same_length:
-        positions = _as_batch(rows.positions, device).view(batch, width)
-        given = slice(None)
-    else:
-        positions = torch.where(columns >= first_pad[:, None], columns - first_pad[:, None], columns)
-        given = torch.tensor(rows.with_positions, dtype=torch.int64, device=device)
-        if rows.with_positions:
-            given_lengths = lengths[given]
-            flat = _as_batch(rows.positions, device)
-            placed = _place(flat, given_lengths, len(rows.with_positions), width, positions[given])
-            positions[given] = placed
-    # [ctb-input-errors] 10, read back with the outputs' host values below.
-    bad_start = torch.zeros(batch, dtype=torch.bool, device=device)
-    negative = torch.zeros(batch, dtype=torch.bool, device=device)
-    bad_start[given] = positions[given, 0] != 0
-    negative[given] = (positions[given] < 0).any(dim=1)
-    reads += [bad_start, negative]
-
-    # Shift, labels, masks, document ids [ctb-shift .. ctb-document-ids].
-    index = columns[:sequence]
-    input_ids = tokens[:, :sequence].clone()
-    targets = tokens[:, 1:]
-    target_is_padding = (index + 1) >= first_pad[:, None]
-    if mask_segment_starts:
-        target_is_padding = target_is_padding | (positions[:, 1:] == 0)
-    labels = torch.where(target_is_padding, ignore_index, targets)
-    padding_mask = index >= first_pad[:, None]
-    position_ids = positions[:, :sequence].clone()
-    document_ids = torch.where(padding_mask, 0, (position_ids == 0).cumsum(dim=1))
-    selected = document_ids.clone()  # [ctb-attention-ids]
-
-    if allow_cross_document_attention:  # [ctb-xdoc] via enable_xdoc_attention's semantics
-        translated = document_ids > 0
-        position_ids = xdoc_positions(position_ids[None], document_ids, translated, sequence + 1)[0]
-        selected = translated.to(torch.int64)
-        bound = getattr(packing_contract, "max_sequence_length", None)
-        if _is_int(bound):
-            reads.append(torch.where(translated, position_ids, -1).amax()[None])
-
-    out: dict[str, Any] = {
-        "input_ids": input_ids,
-        "labels": labels,
-        "position_ids": position_ids,
-        "padding_mask": padding_mask,
-        "document_ids": document_ids,
-        "attention_document_ids": selected,
-    }
     # The output route, from the selected ids [ctb-selected-ids, ctb-output-route].
+    selected = out["attention_document_ids"]
     wants_metadata = output_format == "batched" and contract_requests_metadata(packing_contract)
     if output_format == "thd" or wants_metadata:
         counts, spans = monotone_row_spans(selected)
-        reads.append(spans.amax()[None])
+        reads.add("largest_id", spans.amax())  # the most documents in a row
         if wants_metadata:
-            reads.append(counts[:, 1:].amax()[None])
+            reads.add("max_seqlen", counts[:, 1:].amax())
 
-    # The one host read: validation flags, then the values shapes and ints need.
-    values = torch.cat([r.to(torch.int64) for r in reads]).tolist()
-    flags_start, flags_negative, rest = values[:batch], values[batch : 2 * batch], values[2 * batch :]
-    if any(flags_start):
-        raise ValueError(f"sample_batch record {flags_start.index(1)}: positions must start at 0")
-    if any(flags_negative):
-        raise ValueError(f"sample_batch record {flags_negative.index(1)}: positions must be >= 0")
-    if allow_cross_document_attention and _is_int(getattr(packing_contract, "max_sequence_length", None)):
-        largest, rest = rest[0], rest[1:]
-        if largest >= packing_contract.max_sequence_length:
-            raise xdoc_bound_error(largest, packing_contract.max_sequence_length)
-
+    values = reads.read()  # the one host read
+    _check_reads(values, packing_contract)
     if output_format == "thd":
-        seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])
+        seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, values["largest_id"][0])
         out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
         return out
-    out["_packed_seq_ids"] = selected.clone()
-    mask_type = packing_contract.packed_mask_type
-    if mask_type not in _PACKED_MASKS:
-        raise ValueError(f"packing_contract.packed_mask_type {mask_type!r} is not one of {sorted(_PACKED_MASKS)}")
-    out["attention_mask"] = _PACKED_MASKS[mask_type](selected)
+    _batched_route(out, packing_contract)
     if wants_metadata:
-        largest_id, max_seqlen = rest
-        out.update(metadata_from_spans(selected, counts, spans, max(1, largest_id) + 1))
-        out["max_seqlen"] = int(max_seqlen)
+        out.update(metadata_from_spans(selected, counts, spans, max(1, values["largest_id"][0]) + 1))
+        out["max_seqlen"] = values["max_seqlen"][0]
     return out

@@ -9,27 +9,29 @@ tensors with whole-batch operations, never through ``Datum.to_features`` lists: 
 one masked assignment, and every padded ``[B, W]`` field with one preallocated array and one
 boolean-mask assignment. Token fields are assembled on the CPU with numpy (where the contract
 puts them); side inputs on an accelerator, or that need autograd, stay in torch on their device.
-Inputs the fast path does not handle (non-integer token tensors, target_tokens of another
-length, weights of another shape, an out-of-range or non-int ``ignore_index``, a non-int
-divisor) and every failing call are computed by ``batchspec.reference.datum.collate_datums``, which raises
-the error [collate-errors] fixes, in its order.
+The inputs of ``DELEGATIONS["collate_datums"]`` (an out-of-range or non-int ``ignore_index``,
+datums with different key sets, token dtypes other than int8-int64/uint8, target_tokens of
+another shape or not integers, weights on another device or of another shape, a float or
+negative divisor), checked before any work, are computed by
+``batchspec.reference.datum.collate_datums``, which raises the error [collate-errors] fixes, in
+its order (backends/vectorized/README.md lists them with their share of the suite's calls).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from batchspec.backends.vectorized.paths import Delegate, record
+from batchspec.backends.vectorized import paths
+from batchspec.backends.vectorized.rules import odd_width, padded_width
 from batchspec.reference import datum as _reference
 from batchspec.reference.contract import CROSS_ENTROPY_IGNORE_IDX, INT64_MAX, INT64_MIN
 from batchspec.reference.datum import Datum
 
-__all__ = ["CROSS_ENTROPY_IGNORE_IDX", "Datum", "collate_datums"]
+__all__ = ["CROSS_ENTROPY_IGNORE_IDX", "DELEGATIONS", "Datum", "collate_datums"]
 
 # Token dtypes read exactly as ``tolist()`` reads them (uint16/32/64 and bool are left to the
 # reference: bool lists stay bool in packed mode, and torch supports the wide unsigned types barely).
@@ -50,41 +52,19 @@ def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
     return tensor.numpy()
 
 
+def _weights_mask(weight: torch.Tensor, length: int) -> torch.Tensor:
+    """``weights`` as ``[length]``: a 0-D or length-1 tensor broadcast, as ``masked_fill`` does."""
+    return weight.reshape(1).expand(length) if weight.numel() == 1 and weight.ndim <= 1 else weight
+
+
 def _labels(lfis: list[dict], lengths: list[int], ignore_index: int) -> np.ndarray:
     """All datums' labels concatenated, int64 ``[sum(T_i)]`` on the CPU: their ``target_tokens``
     with ``ignore_index`` wherever ``weights == 0`` (a scalar or length-1 ``weights``
-    broadcasts over its datum) [collate-weights, datum-to-features].
-
-    ``Delegate`` unless every ``target_tokens`` is a 1-D integer tensor of its datum's length
-    and every ``weights`` is a 0-D, length-1 or length-``T`` tensor on the targets' device.
-    """
-    targets: list[torch.Tensor] = []
-    weights: list[torch.Tensor] = []
-    for lfi, length in zip(lfis, lengths):
-        target = lfi["target_tokens"]
-        if target.ndim != 1 or target.shape[0] != length:
-            raise Delegate("targets-of-another-shape")
-        if target.dtype in _INT_DTYPES:
-            is_int = True
-        elif length == 0 and target.dtype in (torch.float32, torch.float64):
-            is_int = False  # ``Datum([], {"target_tokens": []})`` holds an empty float32: no label
-        else:
-            raise Delegate("non-integer-targets")
-        if "weights" in lfi:
-            weight = lfi["weights"]
-            if weight.device != target.device or (is_int and not _fits(ignore_index, target.dtype)):
-                # the reference's per-datum masked_fill decides (error or wrap-around)
-                raise Delegate("weights-elsewhere-or-ignore-index-overflow")
-            if weight.ndim == 0 or (weight.ndim == 1 and weight.shape[0] == 1):
-                weight = weight.reshape(1).expand(length)  # broadcast, as masked_fill does
-            elif weight.ndim != 1 or weight.shape[0] != length:
-                raise Delegate(
-                    "weights-of-another-shape"
-                )  # does not broadcast (RuntimeError) or broadcasts to another shape
-            if length:
-                weights.append(weight)
-        if length:
-            targets.append(target)
+    broadcasts over its datum) [collate-weights, datum-to-features]. The delegations have made
+    sure every ``target_tokens`` is a 1-D integer tensor of its datum's length (or an empty
+    float one) and every ``weights`` broadcasts to it on its device."""
+    targets = [lfi["target_tokens"] for lfi, length in zip(lfis, lengths) if length]
+    weights = [_weights_mask(lfi["weights"], n) for lfi, n in zip(lfis, lengths) if n and "weights" in lfi]
     if not targets:
         return np.zeros(0, dtype=np.int64)
     # A new array (torch.cat copies; int promotion keeps every value), written in place below.
@@ -106,94 +86,169 @@ def _cat_float32(parts: list[torch.Tensor]) -> torch.Tensor:
     return torch.cat([part.to(torch.float32).reshape(-1) for part in parts])
 
 
-def _collate_fast(
-    datums: Sequence[Datum], packed: Any, pad_seq_len_divisible: Any, ignore_index: Any
-) -> dict[str, Any]:
-    if type(ignore_index) is not int or not INT64_MIN <= ignore_index <= INT64_MAX:
-        raise Delegate("odd-ignore-index")
+def _packed_fields(input_ids: torch.Tensor, labels: np.ndarray | None, lengths: list[int], ignore_index: int) -> dict:
+    """[collate-packed] One THD row ``[1, sum(T_i)]``; positions restart at every datum.
 
-    # One pass over the datums: their token tensors, lengths and loss_fn_inputs.
-    keys = datums[0].loss_fn_inputs.keys()
-    ids_parts: list[torch.Tensor] = []
-    lengths: list[int] = []
-    lfis: list[dict] = []
-    for datum in datums:
-        ids = datum.input_ids
-        lfi = datum.loss_fn_inputs
-        if ids.ndim != 1 or ids.dtype not in _INT_DTYPES or lfi.keys() != keys:
-            raise Delegate(
-                "odd-token-dtype-or-key-sets"
-            )  # odd token dtypes, or different key sets (the reference's error order)
-        ids_parts.append(ids)
-        lengths.append(int(ids.shape[0]))
-        lfis.append(lfi)
-    num = len(lengths)
+    Raises:
+        ValueError: an empty datum ([collate-errors] 2: every earlier check of the features has passed).
+    """
+    if min(lengths) == 0:
+        raise ValueError(
+            f"collate_datums: datum {lengths.index(0)} is empty; packed mode cannot pack an empty sequence"
+        )
     lengths_np = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths_np.sum())
+    starts = np.cumsum(lengths_np) - lengths_np
+    if labels is None:
+        labels = np.full(total, ignore_index, dtype=np.int64)
+    return {
+        "input_ids": input_ids.unsqueeze(0),
+        "labels": torch.from_numpy(labels.reshape(1, total)),
+        "position_ids": torch.from_numpy((np.arange(total, dtype=np.int64) - np.repeat(starts, lengths_np))[None]),
+        "seq_lens": torch.tensor([lengths], dtype=torch.int64),
+        "seq_lens_padded": torch.tensor([lengths], dtype=torch.int64),
+        "qkv_format": "thd",
+    }
 
+
+def _padded_fields(input_ids: torch.Tensor, labels: np.ndarray | None, real: np.ndarray) -> dict:
+    """[collate-padded] Right-padded ``[B, W]`` rows (``real``: True on real tokens); padding
+    found by position."""
+    padded_ids = np.zeros(real.shape, dtype=np.int64)
+    padded_ids[real] = input_ids.numpy()
+    batch = {"input_ids": torch.from_numpy(padded_ids), "attention_mask": torch.from_numpy(real.astype(np.int64))}
+    if labels is not None:
+        padded_labels = np.full(real.shape, CROSS_ENTROPY_IGNORE_IDX, dtype=np.int64)  # A6
+        padded_labels[real] = labels
+        batch["labels"] = torch.from_numpy(padded_labels)
+    batch["padding_mask"] = torch.from_numpy(~real)
+    return batch
+
+
+def _side_input(key: str, values: list[torch.Tensor], lengths: list[int], real: np.ndarray | None) -> torch.Tensor:
+    """[collate-side-inputs] One side input, float32 on its values' device: per-token
+    ``[1, sum(T_i)]`` (packed, ``real`` None) or ``[B, W]`` 0.0-padded, else per-sample ``[B]``.
+
+    Raises:
+        IndexError: a per-sample value is empty for some datum (upstream's error; out of contract).
+    """
+    if all(value.numel() == length for value, length in zip(values, lengths)):
+        flat = _cat_float32(values)
+        if real is None:
+            return flat.unsqueeze(0)
+        if flat.device.type == "cpu" and not flat.requires_grad:
+            out = np.zeros(real.shape, dtype=np.float32)
+            out[real] = flat.numpy()
+            return torch.from_numpy(out)
+        # on an accelerator, or part of an autograd graph: stay in torch
+        padded = torch.zeros(real.shape, dtype=torch.float32, device=flat.device)
+        return padded.masked_scatter_(torch.from_numpy(real).to(flat.device), flat)
+    for index, value in enumerate(values):
+        if value.numel() == 0:
+            raise IndexError(f"collate_datums: loss_fn_inputs[{key!r}] of datum {index} is empty and not per-token")
+    return _cat_float32([value.reshape(-1)[:1] for value in values])
+
+
+def _collate_fast(
+    datums: Sequence[Datum], packed: bool, pad_seq_len_divisible: Any, ignore_index: int
+) -> dict[str, Any]:
+    keys = datums[0].loss_fn_inputs.keys()
+    lfis = [datum.loss_fn_inputs for datum in datums]
+    lengths = [int(datum.input_ids.shape[0]) for datum in datums]
     # Token fields, built on the CPU [tb-device] with numpy: concatenated once (on the datums'
     # device, then moved), padded with one boolean-mask assignment per field.
-    input_ids = torch.cat(ids_parts).to(device="cpu", dtype=torch.int64)  # a new tensor
+    input_ids = torch.cat([datum.input_ids for datum in datums]).to(device="cpu", dtype=torch.int64)  # a new tensor
     labels = _labels(lfis, lengths, ignore_index) if "target_tokens" in keys else None
-
-    batch: dict[str, Any] = {}
+    real = None
     if packed:
-        # [collate-packed] One THD row; positions restart at every datum.
-        if min(lengths) == 0:
-            # [collate-errors] 2: every earlier check of the features (targets, weights) has passed
-            raise ValueError(
-                f"collate_datums: datum {lengths.index(0)} is empty; packed mode cannot pack an empty sequence"
-            )
-        total = int(lengths_np.sum())
-        starts = np.cumsum(lengths_np) - lengths_np
-        batch["input_ids"] = input_ids.unsqueeze(0)
-        batch["labels"] = torch.from_numpy(
-            labels.reshape(1, total) if labels is not None else np.full((1, total), ignore_index, dtype=np.int64)
-        )
-        batch["position_ids"] = torch.from_numpy(
-            (np.arange(total, dtype=np.int64) - np.repeat(starts, lengths_np)).reshape(1, total)
-        )
-        batch["seq_lens"] = torch.tensor([lengths], dtype=torch.int64)
-        batch["seq_lens_padded"] = torch.tensor([lengths], dtype=torch.int64)
-        batch["qkv_format"] = "thd"
-        real = None
-        width = total
+        batch = _packed_fields(input_ids, labels, lengths, ignore_index)
     else:
-        # [collate-padded] Right-padded [B, W] rows; padding found by position.
-        width = max(lengths)
-        if pad_seq_len_divisible:
-            width = math.ceil(width / pad_seq_len_divisible) * pad_seq_len_divisible
-            if type(width) is not int or width < max(lengths):
-                raise Delegate("odd-divisor")
-        real = np.arange(width) < lengths_np[:, None]  # [B, W] bool: True on real tokens
-        padded_ids = np.zeros((num, width), dtype=np.int64)
-        padded_ids[real] = input_ids.numpy()
-        batch["input_ids"] = torch.from_numpy(padded_ids)
-        batch["attention_mask"] = torch.from_numpy(real.astype(np.int64))
-        if labels is not None:
-            padded_labels = np.full((num, width), CROSS_ENTROPY_IGNORE_IDX, dtype=np.int64)  # A6
-            padded_labels[real] = labels
-            batch["labels"] = torch.from_numpy(padded_labels)
-        batch["padding_mask"] = torch.from_numpy(~real)
-
-    # [collate-side-inputs] Every other key, sorted, float32 on its values' device.
-    for key in sorted(keys - {"target_tokens"}):
-        values = [lfi[key] for lfi in lfis]
-        if all(value.numel() == length for value, length in zip(values, lengths)):
-            flat = _cat_float32(values)
-            if real is None:
-                batch[key] = flat.unsqueeze(0)
-            elif flat.device.type == "cpu" and not flat.requires_grad:
-                out = np.zeros((num, width), dtype=np.float32)
-                out[real] = flat.numpy()
-                batch[key] = torch.from_numpy(out)
-            else:  # on an accelerator, or part of an autograd graph: stay in torch
-                out = torch.zeros((num, width), dtype=torch.float32, device=flat.device)
-                batch[key] = out.masked_scatter_(torch.from_numpy(real).to(flat.device), flat)
-        else:
-            if any(value.numel() == 0 for value in values):
-                raise Delegate("empty-side-input")  # IndexError in the reference
-            batch[key] = _cat_float32([value.reshape(-1)[:1] for value in values])
+        width = padded_width(max(lengths), pad_seq_len_divisible)
+        real = np.arange(width) < np.asarray(lengths, dtype=np.int64)[:, None]  # [B, W] bool: True on real tokens
+        batch = _padded_fields(input_ids, labels, real)
+    for key in sorted(keys - {"target_tokens"}):  # every other key, sorted
+        batch[key] = _side_input(key, [lfi[key] for lfi in lfis], lengths, real)
     return batch
+
+
+# --- the delegations: predicates on (datums, packed, pad_seq_len_divisible, ignore_index) ----------
+
+
+def _odd_ignore_index(datums: Sequence[Datum], packed: Any, divisor: Any, ignore_index: Any) -> bool:
+    return type(ignore_index) is not int or not INT64_MIN <= ignore_index <= INT64_MAX
+
+
+def _different_key_sets(datums: Sequence[Datum], packed: Any, divisor: Any, ignore_index: Any) -> bool:
+    # [collate-errors] 3 comes after the collation's own errors (KeyError 'labels', a length):
+    # the reference's order decides
+    keys = datums[0].loss_fn_inputs.keys()
+    return any(datum.loss_fn_inputs.keys() != keys for datum in datums)
+
+
+def _odd_token_dtype(datums: Sequence[Datum], packed: Any, divisor: Any, ignore_index: Any) -> bool:
+    # a Datum keeps a tensor's dtype (bool, float, uint16+ ids); 2-D only if reassigned after construction
+    return any(datum.input_ids.ndim != 1 or datum.input_ids.dtype not in _INT_DTYPES for datum in datums)
+
+
+def _targets(datums: Sequence[Datum]) -> list[tuple[dict, int]]:
+    """``(loss_fn_inputs, T)`` of every datum, when the datums carry ``target_tokens``."""
+    if "target_tokens" not in datums[0].loss_fn_inputs:
+        return []
+    return [(datum.loss_fn_inputs, int(datum.input_ids.shape[0])) for datum in datums]
+
+
+def _targets_of_another_shape(datums: Sequence[Datum], packed: Any, divisor: Any, ignore_index: Any) -> bool:
+    return any(lfi["target_tokens"].shape != (length,) for lfi, length in _targets(datums))
+
+
+def _non_integer_targets(datums: Sequence[Datum], packed: Any, divisor: Any, ignore_index: Any) -> bool:
+    # ``Datum([], {"target_tokens": []})`` holds an empty float32: no label, taken
+    return any(
+        lfi["target_tokens"].dtype not in _INT_DTYPES
+        and not (length == 0 and lfi["target_tokens"].dtype in (torch.float32, torch.float64))
+        for lfi, length in _targets(datums)
+    )
+
+
+def _weights_elsewhere_or_ignore_index_overflow(
+    datums: Sequence[Datum], packed: Any, divisor: Any, ignore_index: Any
+) -> bool:
+    # the reference's per-datum masked_fill decides (an error, or a wrap-around)
+    return any(
+        "weights" in lfi
+        and (
+            lfi["weights"].device != lfi["target_tokens"].device
+            or (lfi["target_tokens"].dtype in _INT_DTYPES and not _fits(ignore_index, lfi["target_tokens"].dtype))
+        )
+        for lfi, _ in _targets(datums)
+    )
+
+
+def _weights_of_another_shape(datums: Sequence[Datum], packed: Any, divisor: Any, ignore_index: Any) -> bool:
+    # does not broadcast (RuntimeError), or broadcasts to another shape
+    return any(
+        "weights" in lfi and _weights_mask(lfi["weights"], length).shape != (length,)
+        for lfi, length in _targets(datums)
+    )
+
+
+def _odd_divisor(datums: Sequence[Datum], packed: Any, divisor: Any, ignore_index: Any) -> bool:
+    return not packed and odd_width(max(int(datum.input_ids.shape[0]) for datum in datums), divisor)
+
+
+_COLLATE_DATUMS = (
+    ("odd-ignore-index", _odd_ignore_index),
+    ("different-key-sets", _different_key_sets),
+    ("odd-token-dtype", _odd_token_dtype),
+    ("targets-of-another-shape", _targets_of_another_shape),
+    ("non-integer-targets", _non_integer_targets),
+    ("weights-elsewhere-or-ignore-index-overflow", _weights_elsewhere_or_ignore_index_overflow),
+    ("weights-of-another-shape", _weights_of_another_shape),
+    ("odd-divisor", _odd_divisor),
+)
+
+# function -> its delegations, in the order they are checked (backends/vectorized/README.md)
+DELEGATIONS: dict[str, paths.Delegations] = {"collate_datums": _COLLATE_DATUMS}
 
 
 def collate_datums(
@@ -207,18 +262,19 @@ def collate_datums(
     "``collate_datums``": keys, shapes, dtypes, errors and their order, clauses are there).
 
     Built straight from the datum tensors with whole-batch operations (this module's
-    docstring). Every failing call, and every input the fast path does not handle, is computed
-    by the reference function, so errors come in the order [collate-errors] fixes. The datums,
-    their tensors and their ``loss_fn_inputs`` mappings are never modified.
+    docstring). The inputs of ``DELEGATIONS["collate_datums"]``, checked first, are computed by
+    the reference function, so their errors come in the order [collate-errors] fixes. The
+    datums, their tensors and their ``loss_fn_inputs`` mappings are never modified.
+
+    Raises:
+        ValueError: no datum; packed mode with an empty datum [collate-errors].
+        IndexError: an empty per-sample side input (out of contract; upstream's error).
     """
     if len(datums) == 0:
         raise ValueError("collate_datums requires at least one Datum")
-    try:
-        result = _collate_fast(datums, packed, pad_seq_len_divisible, ignore_index)
-    except Delegate as delegation:  # an input listed in backends/vectorized/README.md, by name; errors are ours
-        record("collate_datums", delegation.reason)
+    args = (datums, packed, pad_seq_len_divisible, ignore_index)
+    if paths.choose("collate_datums", _COLLATE_DATUMS, *args):
         return _reference.collate_datums(
             datums, packed=packed, pad_seq_len_divisible=pad_seq_len_divisible, ignore_index=ignore_index
         )
-    record("collate_datums", "fast")
-    return result
+    return _collate_fast(*args)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from batchspec.backends.vectorized.rules import check_output_format
 from batchspec.reference.contract import THD_LENGTH_PAD
-from batchspec.reference.output import check_output_format  # no tensor work: the reference's
 
 __all__ = ["block_causal_mask", "check_output_format", "convert_batch_output", "thd_lengths_from_spans"]
 

@@ -1,21 +1,23 @@
 """The contract's rules that have no tensor work, written for ``vectorized`` from SPEC.md.
 
-Public: another backend may reuse them (``backends/native`` and ``backends/triton`` call them
-for the parts they do not implement natively). They are this backend's own code, not the
-reference's, so a differential run against the reference checks them too.
+Public: another backend may reuse them (from ``vectorized``'s public API, as it may reuse any of
+its functions). They are this backend's own code, not the reference's, so a differential run
+against the reference checks them too.
 
-* ``check_convert_options``: the option checks of ``convert_text_batch`` in SPEC order
-  [types-output-format, ctb-option-types, unpacked-errors] items 1-4;
+* ``check_output_format`` [types-output-format], and ``check_convert_options``: the option
+  checks of ``convert_text_batch`` in SPEC order [types-output-format, ctb-option-types,
+  unpacked-errors] items 1-4;
 * ``sample_records``, ``token_field_name``, ``output_device``: reading a ``zephon.SampleBatch``
   [ctb-input-errors] items 1-3, [ctb-token-field], [tb-device];
 * ``xdoc_fields``, ``position_axes``: the field checks of ``enable_xdoc_attention`` [xdoc-errors];
-* ``collater_pad_value``, ``batched_field``, ``with_batch_axis``, ``thd_batch``: the canonical
-  collaters' pad values [dcoll-pad-values], unpadded fields [dcoll-fields] and THD key order
-  [thdcoll-prepacked].
+* ``collater_pad_value``, ``is_list_field``, ``batched_field``, ``padded_width``, ``odd_width``,
+  ``with_batch_axis``, ``thd_batch``: the canonical collaters' pad values [dcoll-pad-values],
+  unpadded fields and row width [dcoll-fields] and THD key order [thdcoll-prepacked].
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +31,11 @@ __all__ = [
     "TOKEN_FIELDS",
     "batched_field",
     "check_convert_options",
+    "check_output_format",
     "collater_pad_value",
+    "is_list_field",
+    "odd_width",
+    "padded_width",
     "output_device",
     "position_axes",
     "sample_records",
@@ -59,6 +65,16 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+def check_output_format(output_format: Any) -> None:
+    """Reject an unknown output format [types-output-format].
+
+    Raises:
+        ValueError: ``output_format`` is not ``"batched"`` or ``"thd"``.
+    """
+    if not isinstance(output_format, str) or output_format not in _OUTPUT_FORMATS:
+        raise ValueError(f"output_format must be one of {list(_OUTPUT_FORMATS)}, got {output_format!r}")
+
+
 def check_convert_options(
     output_format: Any,
     ignore_index: Any,
@@ -76,8 +92,7 @@ def check_convert_options(
         TypeError: ``ignore_index`` / ``pad_to_length`` / ``pad_token_id`` not an int (bool is
             not), a flag not a bool (a truthy string never switches a policy on).
     """
-    if not isinstance(output_format, str) or output_format not in _OUTPUT_FORMATS:
-        raise ValueError(f"output_format must be one of {list(_OUTPUT_FORMATS)}, got {output_format!r}")
+    check_output_format(output_format)
     if not _is_plain_int(ignore_index):
         raise TypeError(f"ignore_index must be an int, got {_describe(ignore_index)}")
     for name, flag in (
@@ -196,6 +211,21 @@ def collater_pad_value(key: str, overrides: Mapping[str, Any] | None) -> Any:
     return _BUILTIN_PADS.get(key)
 
 
+def padded_width(longest: int, pad_seq_len_divisible: Any) -> Any:
+    """The collaters' row width [dcoll-fields]: ``longest`` rounded up to a multiple of
+    ``pad_seq_len_divisible`` when that is truthy (a float divisor gives a float)."""
+    if pad_seq_len_divisible:
+        return math.ceil(longest / pad_seq_len_divisible) * pad_seq_len_divisible
+    return longest
+
+
+def odd_width(longest: int, pad_seq_len_divisible: Any) -> bool:
+    """Whether ``padded_width`` is not an int of at least ``longest`` (a float or negative
+    divisor): the input upstream pads with its own list semantics."""
+    width = padded_width(longest, pad_seq_len_divisible)
+    return type(width) is not int or width < longest
+
+
 def with_batch_axis(tensor: torch.Tensor) -> torch.Tensor:
     """A 1-D ``[N]`` tensor as a ``[1, N]`` view; any other tensor as it is."""
     return tensor.unsqueeze(0) if tensor.ndim == 1 else tensor
@@ -211,11 +241,21 @@ def _one_scalar(value: Any) -> bool:
     return isinstance(value, (int, float)) or getattr(value, "ndim", None) == 0
 
 
+def _tensors_with_batch_axis(values: list[Any]) -> bool:
+    return all(isinstance(value, torch.Tensor) and value.ndim > 0 for value in values)
+
+
+def is_list_field(values: list[Any]) -> bool:
+    """Whether one key's values are a list field the collater pads [dcoll-fields]: neither
+    all tensors with a batch axis nor one scalar per item."""
+    return not _tensors_with_batch_axis(values) and not all(_one_scalar(value) for value in values)
+
+
 def batched_field(values: list[Any]) -> torch.Tensor | None:
     """One key's values batched without padding [dcoll-fields]: tensors with a batch axis
     (``[B_i, ...]``, a 1-D one read as ``[1, N]``) concatenated along it, or one scalar per item
     stacked to ``[B]`` (the dtype numpy infers); None for a list field (padded by the caller)."""
-    if all(isinstance(value, torch.Tensor) and value.ndim > 0 for value in values):
+    if _tensors_with_batch_axis(values):
         return torch.cat([with_batch_axis(value) for value in values])
     if all(_one_scalar(value) for value in values):
         return torch.as_tensor(np.asarray(values))
