@@ -9,7 +9,7 @@ import pytest
 from _blame import _backend, _blamed, _bumped, _narrowed
 
 from batchspec import reference
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES
+from batchspec.conformance.golden.blame import OUTPUT_CLAUSES, inside_precondition
 
 
 @pytest.mark.parametrize("key", ["packed_token_indices", "cu_seqlens", "max_seqlen"])
@@ -23,7 +23,11 @@ def test_packed_metadata_blames_the_key(golden_cases, key):
     metadata = [c for c in golden_cases if c.function == "build_packed_sequence_metadata"]
     assert metadata, "# sanity: metadata cases"
     for case in metadata:
-        assert _blamed(backend, case) == _narrowed(OUTPUT_CLAUSES["build_packed_sequence_metadata"][key], case)
+        clauses = OUTPUT_CLAUSES["build_packed_sequence_metadata"][key]
+        if key == "cu_seqlens" and inside_precondition(case.inputs.get("mask")):
+            # inside [unpad-precondition]'s order the route's own clause defines the spans (blame.py)
+            clauses = tuple(c for c in clauses if c != "unpad-precondition")
+        assert _blamed(backend, case) == _narrowed(clauses, case), case.name
     dtype = _backend(
         build_packed_sequence_metadata=lambda m: {
             **reference.build_packed_sequence_metadata(m),
