@@ -56,12 +56,9 @@ def test_packed_metadata_invariants(backend, data):
     ``expected_packed_metadata``'s, whose route is decided per row [meta-cu-seqlens] and which
     counts a negative entry as nonzero [unpad-precondition]; the mask is not modified."""
     mask = data.draw(cs.id_masks(), label="mask")
-    call = f"build_packed_sequence_metadata(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
-    original = mask.clone()
-    want = expected_packed_metadata(mask.to(torch.int64).tolist())
-    out = backend.build_packed_sequence_metadata(mask)
-    _assert_metadata_equal("build_packed_sequence_metadata", out, want, original, call)
-    assert_tensor_equal("mask (input, after the call)", mask, original, clause="meta-indices", call=call)
+    _check_packed_metadata(
+        backend, mask, f"build_packed_sequence_metadata(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
+    )
 
 
 @pytest.mark.clause("unpad-binary", "unpad-indexed", "unpad-outputs", "unpad-precondition")
@@ -74,18 +71,7 @@ def test_unpad_data_invariants(backend, data):
     entries in ``indices`` [unpad-precondition]; ``cu_seqlens`` is blamed on that route, the
     rest on [unpad-outputs]."""
     mask = data.draw(cs.id_masks(), label="mask")
-    call = f"get_unpad_data(torch.tensor({mask.tolist()}, dtype={mask.dtype}))"
-    original = mask.clone()
-    # the expected outputs come from the mask as drawn, before the backend sees it
-    indices, cu_seqlens, max_seqlen = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary_mask(mask))
-    out = backend.get_unpad_data(mask)
-    if not isinstance(out, tuple) or len(out) != 3:
-        raise ClauseFailure(
-            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]",
-            "unpad-outputs",
-        )
-    want = {"indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen}
-    _assert_metadata_equal("get_unpad_data", dict(zip(want, out)), want, original, call)
+    _check_unpad_data(backend, mask, f"get_unpad_data(torch.tensor({mask.tolist()}, dtype={mask.dtype}))")
 
 
 @pytest.mark.clause("unpad-binary", "unpad-indexed", "unpad-outputs")
@@ -99,17 +85,7 @@ def test_unpad_data_past_one_gpu_block(backend, data):
     route the whole mask takes; ``cu_seqlens`` is blamed on that route, the rest on
     [unpad-outputs]."""
     mask = data.draw(cs.block_masks(), label="mask")
-    call = f"get_unpad_data({cs.describe_mask(mask)})"
-    original = mask.clone()
-    indices, cu_seqlens, max_seqlen = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary_mask(mask))
-    out = backend.get_unpad_data(mask)
-    if not isinstance(out, tuple) or len(out) != 3:
-        raise ClauseFailure(
-            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]",
-            "unpad-outputs",
-        )
-    want = {"indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen}
-    _assert_metadata_equal("get_unpad_data", dict(zip(want, out)), want, original, call)
+    _check_unpad_data(backend, mask, f"get_unpad_data({cs.describe_mask(mask)})")
 
 
 @pytest.mark.clause("meta-indices", "meta-cu-seqlens", "meta-max-seqlen")
@@ -121,9 +97,29 @@ def test_packed_metadata_past_one_gpu_block(backend, data):
     the three keys equal ``expected_packed_metadata``'s, each differing key blamed on its own
     clause; the mask is not modified."""
     mask = data.draw(cs.block_masks(), label="mask")
-    call = f"build_packed_sequence_metadata({cs.describe_mask(mask)})"
+    _check_packed_metadata(backend, mask, f"build_packed_sequence_metadata({cs.describe_mask(mask)})")
+
+
+def _check_packed_metadata(backend, mask, call: str) -> None:
+    """``build_packed_sequence_metadata(mask)`` equals ``expected_packed_metadata``'s three keys,
+    each differing key blamed on its own clause, and leaves ``mask`` as it was [meta-indices]."""
     original = mask.clone()
     want = expected_packed_metadata(mask.to(torch.int64).tolist())
     out = backend.build_packed_sequence_metadata(mask)
     _assert_metadata_equal("build_packed_sequence_metadata", out, want, original, call)
     assert_tensor_equal("mask (input, after the call)", mask, original, clause="meta-indices", call=call)
+
+
+def _check_unpad_data(backend, mask, call: str) -> None:
+    """``get_unpad_data(mask)`` is a 3-tuple [unpad-outputs] equal to ``expected_unpad_data``'s on
+    the route the whole mask takes, computed from the mask as drawn, before the backend sees it."""
+    original = mask.clone()
+    indices, cu_seqlens, max_seqlen = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary_mask(mask))
+    out = backend.get_unpad_data(mask)
+    if not isinstance(out, tuple) or len(out) != 3:
+        raise ClauseFailure(
+            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]",
+            "unpad-outputs",
+        )
+    want = {"indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen}
+    _assert_metadata_equal("get_unpad_data", dict(zip(want, out)), want, original, call)
