@@ -29,6 +29,7 @@ if not INTERPRETER and not torch.cuda.is_available():
         "run with TRITON_INTERPRET=1 (e.g. TRITON_INTERPRET=1 batchspec --backend=triton --release)"
     )
 
+from batchspec.backends.triton.convert import convert_text_batch  # noqa: E402
 from batchspec.backends.triton.metadata import get_unpad_data  # noqa: E402
 from batchspec.backends.vectorized import (  # noqa: E402
     BATCHSPEC_CAPABILITIES,
@@ -44,7 +45,6 @@ from batchspec.backends.vectorized import (  # noqa: E402
     build_packed_sequence_metadata,
     collate_datums,
     convert_batch_output,
-    convert_text_batch,
     default_collater,
     enable_xdoc_attention,
     pack_features_for_thd,

@@ -47,3 +47,70 @@ def exclusive_scan_kernel(lengths_ptr, out_ptr, count, BLOCK: tl.constexpr):
         totals = tl.cumsum(values, axis=0) + carry
         tl.store(out_ptr + offsets + 1, totals.to(tl.int32), mask=inside)
         carry = carry + tl.sum(values, axis=0)
+
+
+@triton.jit
+def default_positions_kernel(first_pad_ptr, positions_ptr, width, BLOCK: tl.constexpr):
+    """Positions of a row without given positions: ``c`` over its real tokens, ``c - first_pad[b]``
+    from its first pad column on (the pad tail restarts at 0) [ctb-positions, unpacked-padding].
+    ``positions`` int64 ``[B, width]``; one program per row and ``BLOCK`` of columns."""
+    row = tl.program_id(0)
+    columns = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = columns < width
+    first_pad = tl.load(first_pad_ptr + row)
+    values = tl.where(columns >= first_pad, columns - first_pad, columns).to(tl.int64)
+    tl.store(positions_ptr + row * width + columns, values, mask=inside)
+
+
+@triton.jit
+def document_scan_kernel(
+    positions_ptr, first_pad_ptr, documents_ptr, starts_ptr, sequence, stride_row, BLOCK: tl.constexpr
+):
+    """Segmented scan of one row per program over ``sequence = S`` columns in ``BLOCK`` steps,
+    carrying the count of segment starts across block edges: ``documents[b, i]`` = the number of
+    ``j <= i`` with ``positions[b, j] == 0``, 0 from the row's first pad column on
+    [ctb-boundaries-from-zeros, ctb-document-ids]; ``starts[b, i] = positions[b, i + 1] == 0``, the
+    target's segment start [ctb-segment-starts]. ``positions`` int64 ``[B, S + 1]`` (row stride ``stride_row``)."""
+    row = tl.program_id(0)
+    first_pad = tl.load(first_pad_ptr + row)
+    carry = tl.zeros([], dtype=tl.int64)
+    for start in range(0, sequence, BLOCK):
+        columns = start + tl.arange(0, BLOCK)
+        inside = columns < sequence
+        positions = tl.load(positions_ptr + row * stride_row + columns, mask=inside, other=1)
+        begins = (positions == 0).to(tl.int64)
+        documents = tl.cumsum(begins, axis=0) + carry
+        tl.store(documents_ptr + row * sequence + columns, tl.where(columns < first_pad, documents, 0), mask=inside)
+        following = tl.load(positions_ptr + row * stride_row + columns + 1, mask=inside, other=1)
+        tl.store(starts_ptr + row * sequence + columns, following == 0, mask=inside)
+        carry = carry + tl.sum(begins, axis=0)
+
+
+@triton.jit
+def shifted_labels_kernel(
+    tokens_ptr,
+    starts_ptr,
+    first_pad_ptr,
+    labels_ptr,
+    padding_ptr,
+    sequence,
+    stride_row,
+    ignore_index,
+    mask_segment_starts: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """``labels[b, i] = tokens[b, i + 1]``, or ``ignore_index`` where the target is padding
+    (``i + 1 >= first_pad[b]``) or, with ``mask_segment_starts``, a segment start
+    (``starts[b, i]``); ``padding[b, i] = i >= first_pad[b]`` [ctb-shift, ctb-padding-labels,
+    ctb-cross-document-targets, ctb-segment-starts, ctb-ignore-index, ctb-padding-mask]. One
+    program per row and ``BLOCK`` of the ``S`` columns."""
+    row = tl.program_id(0)
+    columns = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = columns < sequence
+    first_pad = tl.load(first_pad_ptr + row)
+    targets = tl.load(tokens_ptr + row * stride_row + columns + 1, mask=inside, other=0)
+    ignored = columns + 1 >= first_pad
+    if mask_segment_starts:
+        ignored = ignored | tl.load(starts_ptr + row * sequence + columns, mask=inside, other=0)
+    tl.store(labels_ptr + row * sequence + columns, tl.where(ignored, ignore_index, targets), mask=inside)
+    tl.store(padding_ptr + row * sequence + columns, columns >= first_pad, mask=inside)

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
+import triton
+
 __all__ = ["kernel_mutant"]
 
 
@@ -37,8 +39,9 @@ def kernel_mutant(version: str, old: str, new: str) -> SimpleNamespace:
     assert spec is not None and spec.loader is not None
     mutated = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mutated)
-    for name in ("span_count_kernel", "exclusive_scan_kernel"):
-        setattr(kernels, name, getattr(mutated, name))
+    for name, value in vars(mutated).items():  # every kernel: the backend looks them up on ``kernels``
+        if isinstance(value, triton.runtime.JITFunction):
+            setattr(kernels, name, value)
     names = {name: getattr(backend, name) for name in backend.__all__}
     names["__version__"] = version
     return SimpleNamespace(**names)

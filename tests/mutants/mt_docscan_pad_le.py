@@ -1,0 +1,9 @@
+"""document ids kept with a `<=` mask: the row's first pad column gets a document id instead of 0. Breaks: [ctb-document-ids], [ctb-padding-mask]"""
+
+from triton_mutant_base import kernel_mutant
+
+BACKEND = kernel_mutant(
+    "mt-docscan-pad-le",
+    "        tl.store(documents_ptr + row * sequence + columns, tl.where(columns < first_pad, documents, 0), mask=inside)",
+    "        tl.store(documents_ptr + row * sequence + columns, tl.where(columns <= first_pad, documents, 0), mask=inside)",
+)
