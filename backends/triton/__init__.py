@@ -30,7 +30,7 @@ if not INTERPRETER and not torch.cuda.is_available():
     )
 
 from batchspec.backends.triton.convert import convert_text_batch  # noqa: E402
-from batchspec.backends.triton.metadata import get_unpad_data  # noqa: E402
+from batchspec.backends.triton.metadata import build_packed_sequence_metadata, get_unpad_data  # noqa: E402
 from batchspec.backends.vectorized import (  # noqa: E402
     BATCHSPEC_CAPABILITIES,
     DEFAULT_PACKED_SEQUENCE_CONTRACT,
@@ -42,7 +42,6 @@ from batchspec.backends.vectorized import (  # noqa: E402
     TrainingBatch,
     ZephonDataLoader,
     adapt_model_inputs,
-    build_packed_sequence_metadata,
     collate_datums,
     convert_batch_output,
     default_collater,

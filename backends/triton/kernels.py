@@ -114,3 +114,52 @@ def shifted_labels_kernel(
         ignored = ignored | tl.load(starts_ptr + row * sequence + columns, mask=inside, other=0)
     tl.store(labels_ptr + row * sequence + columns, tl.where(ignored, ignore_index, targets), mask=inside)
     tl.store(padding_ptr + row * sequence + columns, columns >= first_pad, mask=inside)
+
+
+@triton.jit
+def row_span_count_kernel(
+    mask_ptr, table_ptr, indices_ptr, sequence, width, stride_row, all_binary: tl.constexpr, BLOCK: tl.constexpr
+):
+    """Per-row span histogram of ``build_packed_sequence_metadata``, one program per row in
+    ``BLOCK`` steps: a first pass finds the row's largest entry (the row is binary when it is
+    <= 1, or when ``all_binary``, a bool mask) [meta-cu-seqlens]; the second counts each token
+    under its key (1 for a nonzero entry of a binary row, else the entry; keys <= 0 are not
+    counted) into ``table[b, key]`` and writes ``indices[b, i]``: ``i`` for a nonzero entry, else
+    -1 [meta-indices]."""
+    row = tl.program_id(0)
+    largest = tl.zeros([], dtype=tl.int64)
+    if not all_binary:
+        for start in range(0, sequence, BLOCK):
+            columns = start + tl.arange(0, BLOCK)
+            values = tl.load(mask_ptr + row * stride_row + columns, mask=columns < sequence, other=0).to(tl.int64)
+            largest = tl.maximum(largest, tl.max(values, axis=0))
+    binary = largest <= 1  # a bool mask skips the first pass: largest stays 0
+    for start in range(0, sequence, BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        valid = offsets < sequence
+        entries = tl.load(mask_ptr + row * stride_row + offsets, mask=valid, other=0).to(tl.int64)
+        keys = tl.where(binary, (entries != 0).to(tl.int64), tl.maximum(entries, 0))
+        tl.atomic_add(table_ptr + row * width + keys, tl.full([BLOCK], 1, tl.int64), mask=valid & (keys > 0))
+        tl.store(indices_ptr + row * sequence + offsets, tl.where(entries != 0, offsets.to(tl.int64), -1), mask=valid)
+
+
+@triton.jit
+def row_cu_seqlens_kernel(table_ptr, cu_seqlens_ptr, longest_ptr, width, BLOCK: tl.constexpr):
+    """Per row, the present spans' running totals packed to the front of ``cu_seqlens[b]``
+    (int32 ``[B, width]``, filled with -1 and ``cu_seqlens[b, 0] = 0`` beforehand): one program
+    per row walks keys ``1 .. width - 1`` of ``table`` in ``BLOCK`` steps, carrying the number of
+    present spans and the total across block edges [meta-cu-seqlens]; ``longest`` (int64
+    ``[1]``) gets the largest span [meta-max-seqlen]."""
+    row = tl.program_id(0)
+    spans = tl.zeros([], dtype=tl.int64)
+    total = tl.zeros([], dtype=tl.int64)
+    for start in range(1, width, BLOCK):
+        keys = start + tl.arange(0, BLOCK)
+        lengths = tl.load(table_ptr + row * width + keys, mask=keys < width, other=0)
+        present = lengths > 0
+        slots = tl.cumsum(present.to(tl.int64), axis=0) + spans
+        totals = tl.cumsum(lengths, axis=0) + total
+        tl.store(cu_seqlens_ptr + row * width + slots, totals.to(tl.int32), mask=present)
+        tl.atomic_max(longest_ptr, tl.max(lengths, axis=0))
+        spans = spans + tl.sum(present.to(tl.int64), axis=0)
+        total = total + tl.sum(lengths, axis=0)

@@ -1,4 +1,4 @@
-"""document ids kept with a `<=` mask: the row's first pad column gets a document id instead of 0. Breaks: [ctb-document-ids], [ctb-padding-mask]"""
+"""document ids kept with a `<=` mask: the first pad column gets a document id. Breaks: [ctb-document-ids], [ctb-padding-mask]"""
 
 from triton_mutant_base import kernel_mutant
 

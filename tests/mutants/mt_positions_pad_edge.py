@@ -1,4 +1,4 @@
-"""default positions restart one column late: a row's first pad column keeps its index instead of 0. Breaks: [ctb-positions], [unpacked-padding]"""
+"""default positions restart one column late: the first pad column keeps its index. Breaks: [ctb-positions], [unpacked-padding]"""
 
 from triton_mutant_base import kernel_mutant
 
