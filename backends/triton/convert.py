@@ -17,7 +17,7 @@ the THD lengths and the ``block_causal`` mask come from ``vectorized``'s public 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 import triton
@@ -140,7 +140,8 @@ def convert_text_batch(
     if same_length:
         tokens = tokens_flat.view(batch, width)
     else:
-        fill = torch.full((batch, width), pad_token_id, dtype=torch.int64, device=device)
+        # rows of different lengths come only with pad_to_length, hence pad_token_id [unpacked-pad-token-only-with-length]
+        fill = torch.full((batch, width), cast(int, pad_token_id), dtype=torch.int64, device=device)
         tokens = place_rows(tokens_flat, lengths, batch, width, fill)
 
     # Positions [ctb-positions, unpacked-padding]: the kernel's for rows without positions, the
@@ -165,12 +166,12 @@ def convert_text_batch(
     input_ids = tokens[:, :sequence].clone()
     position_ids = positions[:, :sequence].clone()
     selected = document_ids.clone()  # [ctb-attention-ids]
+    bound = getattr(packing_contract, "max_sequence_length", None)  # [xdoc-contract]
 
     if allow_cross_document_attention:  # [ctb-xdoc] via enable_xdoc_attention's semantics
         translated = document_ids > 0
         position_ids = xdoc_positions(position_ids[None], document_ids, translated, sequence + 1)[0]
         selected = translated.to(torch.int64)
-        bound = getattr(packing_contract, "max_sequence_length", None)
         if is_int(bound):
             reads.append(torch.where(translated, position_ids, -1).amax()[None])
 
@@ -195,10 +196,10 @@ def convert_text_batch(
         raise ValueError(f"sample_batch record {flags_start.index(1)}: positions must start at 0")
     if any(flags_negative):
         raise ValueError(f"sample_batch record {flags_negative.index(1)}: positions must be >= 0")
-    if allow_cross_document_attention and is_int(getattr(packing_contract, "max_sequence_length", None)):
+    if allow_cross_document_attention and is_int(bound):
         largest, rest = rest[0], rest[1:]
-        if largest >= packing_contract.max_sequence_length:
-            raise xdoc_bound_error(largest, packing_contract.max_sequence_length)
+        if largest >= bound:
+            raise xdoc_bound_error(largest, cast(int, bound))
 
     if output_format == "thd":
         seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])

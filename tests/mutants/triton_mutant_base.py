@@ -15,8 +15,6 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
-import triton
-
 __all__ = ["kernel_mutant"]
 
 
@@ -39,9 +37,14 @@ def kernel_mutant(version: str, old: str, new: str) -> SimpleNamespace:
     assert spec is not None and spec.loader is not None
     mutated = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mutated)
-    for name, value in vars(mutated).items():  # every kernel: the backend looks them up on ``kernels``
-        if isinstance(value, triton.runtime.JITFunction):
-            setattr(kernels, name, value)
+    # every kernel (a JITFunction, or an InterpretedFunction under TRITON_INTERPRET=1): the backend
+    # looks them up on ``kernels`` at each call
+    kernel_type = type(kernels.span_count_kernel)
+    swapped = [name for name, value in vars(mutated).items() if isinstance(value, kernel_type)]
+    if not swapped:
+        raise ValueError(f"no kernel of type {kernel_type.__name__} in the mutated kernels.py")
+    for name in swapped:
+        setattr(kernels, name, getattr(mutated, name))
     names = {name: getattr(backend, name) for name in backend.__all__}
     names["__version__"] = version
     return SimpleNamespace(**names)
