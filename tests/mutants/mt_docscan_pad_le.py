@@ -1,4 +1,4 @@
-"""document ids kept with a `<=` mask: the first pad column gets a document id. Breaks: [ctb-document-ids], [ctb-padding-mask]"""
+"""`<=` pad mask on document ids. Breaks: [ctb-document-ids], [batched-block-causal], [batched-document-ids-mask], [thd-lengths]"""
 
 from triton_mutant_base import kernel_mutant
 

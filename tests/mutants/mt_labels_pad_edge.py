@@ -1,4 +1,4 @@
-"""labels masked one column late: the label whose target is the row's first pad token keeps that token. Breaks: [ctb-padding-labels]"""
+"""labels masked one column late: the first pad token's label keeps it. Breaks: [ctb-padding-labels], [unpacked-padding]"""
 
 from triton_mutant_base import kernel_mutant
 
