@@ -1,7 +1,9 @@
 """batchspec ``triton``: a backend whose tensor work is Triton kernels (issue 33).
 
-``get_unpad_data`` runs on ``@triton.jit`` kernels written for a GPU (``kernels.py``); the
-contract functions not yet ported come from ``batchspec.backends.vectorized``'s public API.
+``get_unpad_data``, ``build_packed_sequence_metadata`` and ``convert_text_batch``'s positions,
+document ids, segment starts, labels and padding mask run on ``@triton.jit`` kernels written for
+a GPU (``kernels.py``); host glue and the functions not yet ported come from
+``batchspec.backends.vectorized``'s public API (listed in this package's README.md).
 On CPU the kernels run only under Triton's interpreter: importing this backend while
 ``TRITON_INTERPRET=1`` is unset and no CUDA device is present raises ``ImportError`` with the
 command to use; it never falls back silently to other code.
@@ -29,7 +31,8 @@ if not INTERPRETER and not torch.cuda.is_available():
         "run with TRITON_INTERPRET=1 (e.g. TRITON_INTERPRET=1 batchspec --backend=triton --release)"
     )
 
-from batchspec.backends.triton.metadata import get_unpad_data  # noqa: E402
+from batchspec.backends.triton.convert import convert_text_batch  # noqa: E402
+from batchspec.backends.triton.metadata import build_packed_sequence_metadata, get_unpad_data  # noqa: E402
 from batchspec.backends.vectorized import (  # noqa: E402
     BATCHSPEC_CAPABILITIES,
     DEFAULT_PACKED_SEQUENCE_CONTRACT,
@@ -41,10 +44,8 @@ from batchspec.backends.vectorized import (  # noqa: E402
     TrainingBatch,
     ZephonDataLoader,
     adapt_model_inputs,
-    build_packed_sequence_metadata,
     collate_datums,
     convert_batch_output,
-    convert_text_batch,
     default_collater,
     enable_xdoc_attention,
     pack_features_for_thd,

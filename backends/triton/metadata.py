@@ -14,7 +14,7 @@ import triton
 
 from batchspec.backends.triton import kernels
 
-__all__ = ["get_unpad_data"]
+__all__ = ["build_packed_sequence_metadata", "get_unpad_data"]
 
 
 def _check_mask(attention_mask: torch.Tensor) -> None:
@@ -77,3 +77,37 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     kept = lengths[present]
     cu_seqlens = exclusive_scan(kept)
     return indices, cu_seqlens, int(kept.max())
+
+
+def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
+    """``batchspec.reference.metadata.build_packed_sequence_metadata`` on Triton kernels (SPEC.md
+    section 2, "Packed metadata": ``attention_mask`` ``[batch, sequence]`` bool or integer;
+    returns ``packed_token_indices`` int64 ``[batch, sequence]``, ``cu_seqlens`` int32
+    ``[batch, max(1, largest id) + 1]`` padded with -1, ``max_seqlen`` int; TypeError/ValueError
+    as [meta-errors] says) [meta-indices, meta-cu-seqlens, meta-max-seqlen, meta-return].
+
+    ``row_span_count_kernel`` decides each row's route and counts its spans (one program per
+    row); ``row_cu_seqlens_kernel`` packs each row's running totals (one program per row). The
+    device is read once, for the width (the largest entry) and whether any token is valid.
+    """
+    _check_mask(attention_mask)
+    batch, sequence = attention_mask.shape
+    mask = attention_mask.contiguous()
+    if mask.dtype == torch.bool:
+        mask = mask.to(torch.int8)
+    any_valid, largest = (int(v) for v in torch.stack([(mask != 0).any().to(torch.int64), mask.amax().to(torch.int64)]))
+    if not any_valid:
+        raise ValueError("attention_mask holds no valid token (every entry is 0)")
+    width = max(1, largest) + 1  # the output's width: the largest id + 1
+    device = mask.device
+    table = torch.zeros(batch, width, dtype=torch.int64, device=device)
+    indices = torch.empty(batch, sequence, dtype=torch.int64, device=device)
+    all_binary = attention_mask.dtype == torch.bool
+    kernels.row_span_count_kernel[(batch,)](
+        mask, table, indices, sequence, width, mask.stride(0), all_binary=all_binary, BLOCK=kernels.BLOCK
+    )
+    cu_seqlens = torch.full((batch, width), -1, dtype=torch.int32, device=device)
+    cu_seqlens[:, 0] = 0
+    longest = torch.zeros(1, dtype=torch.int64, device=device)
+    kernels.row_cu_seqlens_kernel[(batch,)](table, cu_seqlens, longest, width, BLOCK=kernels.BLOCK)
+    return {"packed_token_indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": int(longest)}

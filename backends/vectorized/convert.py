@@ -20,18 +20,17 @@ and the largest id / ``max_seqlen`` the output shapes and the Python ``int`` nee
 
 from __future__ import annotations
 
-import array
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 
 from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
 from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
 from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
-from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records, token_field_name
-from batchspec.reference.contract import INT64_MAX, PackedSequenceContract, contract_requests_metadata
+from batchspec.backends.vectorized.records import RecordRows, as_batch, is_int, place_rows, read_records
+from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records
+from batchspec.reference.contract import PackedSequenceContract, contract_requests_metadata
 
 __all__ = ["convert_text_batch"]
 
@@ -41,140 +40,6 @@ _PACKED_MASKS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "block_causal": block_causal_mask,
     "document_ids": torch.Tensor.clone,
 }
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _integer_type(kind: type) -> bool:
-    """An element type a token field may hold: Python ints (not bool) and numpy integers."""
-    return (issubclass(kind, int) and kind is not bool) or issubclass(kind, np.integer)
-
-
-def _ingest(value: Any, field: str, record: int) -> torch.Tensor | np.ndarray:
-    """One 1-D integer field as an int64 array or tensor, with one bulk conversion
-    [ctb-input-errors] items 4, 5, 6.
-
-    Lists and tuples: one C-level pass over the element types (``set(map(type, ...))``) and
-    one ``np.asarray(..., int64)`` (which overflows outside int64). numpy arrays and tensors:
-    their dtype. A tensor stays a tensor on its device.
-    """
-    where = f"sample_batch record {record}: field {field}"
-    if isinstance(value, torch.Tensor):
-        if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool:
-            raise TypeError(f"{where}: expected integers, got a {value.dtype} tensor")
-        if value.ndim != 1:
-            raise ValueError(f"{where}: expected 1-D [sequence], got shape {tuple(value.shape)}")
-        if value.dtype in (torch.uint16, torch.uint32, torch.uint64):
-            # torch barely supports the wide unsigned types (no max on CPU): read them as numpy.
-            return _ingest(value.cpu().numpy(), field, record)
-        return value.to(torch.int64)
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "iu":
-            raise TypeError(f"{where}: expected integers, got a {value.dtype} array")
-        if value.ndim != 1:
-            raise ValueError(f"{where}: expected 1-D [sequence], got shape {value.shape}")
-        if value.dtype.kind == "u" and value.size and int(value.max()) > INT64_MAX:
-            raise ValueError(f"{where}: holds {int(value.max())}, outside the int64 range")
-        return value.astype(np.int64, copy=False)
-    if not isinstance(value, (list, tuple)):
-        raise TypeError(f"{where}: expected a 1-D list, numpy array or tensor of integers, got {type(value).__name__}")
-    # Fast path, what tokenizers and Zephon's pack_flat emit: every element is exactly an int.
-    # Counting identical type objects is the cheapest exact C-level check we found (about
-    # 0.7x of a bulk conversion on real rows); array.array then converts without numpy's dtype
-    # discovery (about 0.85x of np.asarray), and numpy views its buffer without a copy.
-    if list(map(type, value)).count(int) == len(value):
-        try:
-            return np.frombuffer(array.array("q", value), dtype=np.int64)
-        except OverflowError:
-            raise ValueError(f"{where}: holds a value outside the int64 range") from None
-    kinds = set(map(type, value))
-    for kind in kinds:
-        if issubclass(kind, (list, tuple)):
-            raise ValueError(f"{where}: expected 1-D [sequence], got a nested {kind.__name__}")
-    for kind in kinds:
-        if not _integer_type(kind):
-            raise TypeError(f"{where}: expected integers, got an element of type {kind.__name__}")
-    try:
-        return np.asarray(value, dtype=np.int64)
-    except OverflowError:
-        raise ValueError(f"{where}: holds a value outside the int64 range") from None
-
-
-class _Rows:
-    """What the one pass over the records collects."""
-
-    def __init__(self) -> None:
-        self.tokens: list[Any] = []  # per record: int64 ndarray or tensor
-        self.given: list[Any] = []  # per record: the token field as given (its device is [tb-device]'s)
-        self.positions: list[Any] = []  # per record with positions
-        self.with_positions: list[int] = []  # their record indices
-        self.lengths: list[int] = []
-        self.padding: list[int] = []
-
-
-def _read_records(records: Any) -> _Rows:
-    """The one pass over the B record objects [ctb-token-field, ctb-packed-needs-positions,
-    ctb-extra-payload-ignored, ctb-input-errors] items 3-6, 9, 11, 12."""
-    rows = _Rows()
-    for index, record in enumerate(records):
-        payload = record.payload
-        field = token_field_name(payload, index)
-        rows.given.append(payload[field])
-        tokens = _ingest(payload[field], field, index)
-        length = int(tokens.shape[0])
-        if length == 0:
-            raise ValueError(f"sample_batch record {index}: field {field} holds no token")
-        if "positions" in payload:
-            positions = _ingest(payload["positions"], "positions", index)
-            if positions.shape[0] != length:
-                raise ValueError(
-                    f"sample_batch record {index}: positions has length {positions.shape[0]}, "
-                    f"the token field {field} has length {length}"
-                )
-            rows.positions.append(positions)
-            rows.with_positions.append(index)
-        else:
-            packing = record.meta.tags.get("_packing_metadata") or {}
-            if (packing.get("num_sequences") or 1) > 1:
-                raise ValueError(
-                    f"sample_batch record {index}: packs {packing['num_sequences']} sequences "
-                    "(meta _packing_metadata) but has no positions to find their boundaries"
-                )
-        padding = record.meta.padding_length
-        if padding is None:
-            padding = 0
-        if not _is_int(padding):
-            raise TypeError(f"sample_batch record {index}: padding_length must be an int or None, got {padding!r}")
-        if not 0 <= padding < length:
-            raise ValueError(
-                f"sample_batch record {index}: padding_length {padding} is outside [0, {length - 1}] "
-                f"(length {length}; a row keeps at least one real token)"
-            )
-        rows.tokens.append(tokens)
-        rows.lengths.append(length)
-        rows.padding.append(padding)
-    return rows
-
-
-def _as_batch(fields: list[Any], device: torch.device) -> torch.Tensor:
-    """The fields concatenated into one new int64 tensor on ``device`` (never a view of an
-    input)."""
-    parts = [torch.from_numpy(f) if isinstance(f, np.ndarray) else f for f in fields]
-    flat = torch.cat([part.to(device) for part in parts]) if len(parts) > 1 else parts[0].to(device, copy=True)
-    return flat
-
-
-def _place(flat: torch.Tensor, lengths: torch.Tensor, batch: int, width: int, fill: torch.Tensor) -> torch.Tensor:
-    """Rows of ``lengths`` tokens, concatenated in ``flat``, left-aligned into ``fill``
-    (``[batch, width]``, modified and returned)."""
-    total = flat.shape[0]  # known on the host: output_size spares CUDA a device read
-    rows = torch.repeat_interleave(torch.arange(batch, device=flat.device), lengths, output_size=total)
-    starts = torch.cumsum(lengths, 0) - lengths
-    columns = torch.arange(total, device=flat.device) - torch.repeat_interleave(starts, lengths, output_size=total)
-    fill[rows, columns] = flat
-    return fill
 
 
 class _DeviceReads:
@@ -219,7 +84,7 @@ def _row_width(lengths: list[int], pad_to_length: int | None) -> int:
 class _Layout:
     """Where the rows' tokens lie in the ``[B, width]`` batch, on the outputs' device."""
 
-    def __init__(self, rows: _Rows, width: int, device: torch.device) -> None:
+    def __init__(self, rows: RecordRows, width: int, device: torch.device) -> None:
         self.batch = len(rows.lengths)
         self.width = width
         self.device = device
@@ -230,17 +95,17 @@ class _Layout:
         self.columns = torch.arange(width, device=device)
 
 
-def _tokens(rows: _Rows, layout: _Layout, pad_token_id: int | None) -> torch.Tensor:
+def _tokens(rows: RecordRows, layout: _Layout, pad_token_id: int | None) -> torch.Tensor:
     """The token rows as int64 ``[B, width]``, right-padded with ``pad_token_id`` on the
     unpacked route [unpacked-padding]."""
-    flat = _as_batch(rows.tokens, layout.device)
+    flat = as_batch(rows.tokens, layout.device)
     if layout.same_length:
         return flat.view(layout.batch, layout.width)
     fill = torch.full((layout.batch, layout.width), pad_token_id, dtype=torch.int64, device=layout.device)
-    return _place(flat, layout.lengths, layout.batch, layout.width, fill)
+    return place_rows(flat, layout.lengths, layout.batch, layout.width, fill)
 
 
-def _positions(rows: _Rows, layout: _Layout, reads: _DeviceReads) -> torch.Tensor:
+def _positions(rows: RecordRows, layout: _Layout, reads: _DeviceReads) -> torch.Tensor:
     """int64 ``[B, width]`` positions [ctb-positions, unpacked-padding]: a record without
     positions counts 0.. over its real tokens and restarts at 0 over its pad tail; the unpacked
     route's appended pad tokens continue that tail. Given positions then overwrite their rows'
@@ -248,7 +113,7 @@ def _positions(rows: _Rows, layout: _Layout, reads: _DeviceReads) -> torch.Tenso
     batch, width, device = layout.batch, layout.width, layout.device
     given: slice | torch.Tensor
     if len(rows.with_positions) == batch and layout.same_length:
-        positions = _as_batch(rows.positions, device).view(batch, width)
+        positions = as_batch(rows.positions, device).view(batch, width)
         given = slice(None)
     else:
         first_pad = layout.first_pad[:, None]
@@ -256,8 +121,10 @@ def _positions(rows: _Rows, layout: _Layout, reads: _DeviceReads) -> torch.Tenso
         positions = torch.where(columns >= first_pad, columns - first_pad, columns)
         given = torch.tensor(rows.with_positions, dtype=torch.int64, device=device)
         if rows.with_positions:
-            flat = _as_batch(rows.positions, device)
-            positions[given] = _place(flat, layout.lengths[given], len(rows.with_positions), width, positions[given])
+            flat = as_batch(rows.positions, device)
+            positions[given] = place_rows(
+                flat, layout.lengths[given], len(rows.with_positions), width, positions[given]
+            )
     bad_start = torch.zeros(batch, dtype=torch.bool, device=device)
     negative = torch.zeros(batch, dtype=torch.bool, device=device)
     bad_start[given] = positions[given, 0] != 0
@@ -293,7 +160,7 @@ def _shifted_fields(
 def _xdoc_bound(packing_contract: PackedSequenceContract) -> int | None:
     """The contract's ``max_sequence_length`` when it is an int (the xdoc bound), else None."""
     bound = getattr(packing_contract, "max_sequence_length", None)
-    return bound if _is_int(bound) else None
+    return bound if is_int(bound) else None
 
 
 def _cross_document(out: dict[str, Any], packing_contract: PackedSequenceContract, reads: _DeviceReads) -> None:
@@ -353,7 +220,7 @@ def convert_text_batch(
     check_convert_options(
         output_format, ignore_index, mask_segment_starts, allow_cross_document_attention, pad_to_length, pad_token_id
     )
-    rows = _read_records(sample_records(sample_batch))
+    rows = read_records(sample_records(sample_batch))
     layout = _Layout(rows, _row_width(rows.lengths, pad_to_length), output_device(rows.given))
     reads = _DeviceReads()
     positions = _positions(rows, layout, reads)

@@ -37,7 +37,13 @@ def kernel_mutant(version: str, old: str, new: str) -> SimpleNamespace:
     assert spec is not None and spec.loader is not None
     mutated = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mutated)
-    for name in ("span_count_kernel", "exclusive_scan_kernel"):
+    # every kernel (a JITFunction, or an InterpretedFunction under TRITON_INTERPRET=1): the backend
+    # looks them up on ``kernels`` at each call
+    kernel_type = type(kernels.span_count_kernel)
+    swapped = [name for name, value in vars(mutated).items() if isinstance(value, kernel_type)]
+    if not swapped:
+        raise ValueError(f"no kernel of type {kernel_type.__name__} in the mutated kernels.py")
+    for name in swapped:
         setattr(kernels, name, getattr(mutated, name))
     names = {name: getattr(backend, name) for name in backend.__all__}
     names["__version__"] = version

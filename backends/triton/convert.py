@@ -1,0 +1,217 @@
+"""``convert_text_batch`` with its per-token work in Triton kernels (SPEC.md section 4).
+
+The records are read by ``vectorized``'s public host glue (``records.read_records``: option and
+record checks, one bulk int64 conversion per field, the rows placed into ``[B, L]``). The
+kernels then compute, one program per row (the scan) or per row and ``BLOCK`` of columns:
+
+* ``default_positions_kernel``: positions of the rows without given positions [ctb-positions];
+* ``document_scan_kernel``: a segmented scan per row giving the document ids and the targets'
+  segment starts, carrying its count across block edges [ctb-document-ids, ctb-segment-starts];
+* ``shifted_labels_kernel``: the shifted labels with ``ignore_index`` and the padding mask
+  [ctb-shift, ctb-padding-labels, ctb-ignore-index, ctb-padding-mask].
+
+Not yet on kernels (named in the backend's README): the xdoc positions, the metadata bundle,
+the THD lengths and the ``block_causal`` mask come from ``vectorized``'s public functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import torch
+import triton
+
+from batchspec.backends.triton import kernels
+from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
+from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
+from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
+from batchspec.backends.vectorized.records import as_batch, is_int, place_rows, read_records
+from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records
+from batchspec.reference.contract import PackedSequenceContract, contract_requests_metadata
+
+__all__ = ["convert_text_batch", "document_ids_and_starts", "shifted_labels"]
+
+# packed_mask_type -> the batched attention_mask built from the selected ids [batched-block-causal],
+# [batched-document-ids-mask]
+_PACKED_MASKS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "block_causal": block_causal_mask,
+    "document_ids": torch.Tensor.clone,
+}
+
+
+def default_positions(first_pad: torch.Tensor, width: int) -> torch.Tensor:
+    """int64 ``[B, width]``: each row counts 0.. over its real tokens and restarts at 0 at its
+    first pad column ``first_pad[b]`` (int64 ``[B]``) [ctb-positions, unpacked-padding]."""
+    batch = first_pad.shape[0]
+    positions = torch.empty(batch, width, dtype=torch.int64, device=first_pad.device)
+    grid = (batch, triton.cdiv(width, kernels.BLOCK))
+    kernels.default_positions_kernel[grid](first_pad, positions, width, BLOCK=kernels.BLOCK)
+    return positions
+
+
+def document_ids_and_starts(positions: torch.Tensor, first_pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(document_ids int64 [B, S], starts bool [B, S])`` of unshifted int64 ``positions``
+    ``[B, S + 1]``: ``document_ids`` numbers the row's documents 1.. from each position 0 and is
+    0 from the row's first pad column on; ``starts[b, i]`` is ``positions[b, i + 1] == 0``
+    [ctb-boundaries-from-zeros, ctb-document-ids, ctb-segment-starts]."""
+    batch, width = positions.shape
+    sequence = width - 1
+    positions = positions.contiguous()
+    documents = torch.empty(batch, sequence, dtype=torch.int64, device=positions.device)
+    starts = torch.empty(batch, sequence, dtype=torch.bool, device=positions.device)
+    kernels.document_scan_kernel[(batch,)](
+        positions, first_pad, documents, starts, sequence, positions.stride(0), BLOCK=kernels.BLOCK
+    )
+    return documents, starts
+
+
+def shifted_labels(
+    tokens: torch.Tensor, starts: torch.Tensor, first_pad: torch.Tensor, ignore_index: int, mask_segment_starts: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(labels int64 [B, S], padding_mask bool [B, S])`` of unshifted int64 ``tokens``
+    ``[B, S + 1]`` [ctb-shift, ctb-padding-labels, ctb-cross-document-targets, ctb-segment-starts,
+    ctb-ignore-index, ctb-padding-mask]."""
+    batch, width = tokens.shape
+    sequence = width - 1
+    tokens = tokens.contiguous()
+    labels = torch.empty(batch, sequence, dtype=torch.int64, device=tokens.device)
+    padding_mask = torch.empty(batch, sequence, dtype=torch.bool, device=tokens.device)
+    grid = (batch, triton.cdiv(sequence, kernels.BLOCK))
+    kernels.shifted_labels_kernel[grid](
+        tokens,
+        starts,
+        first_pad,
+        labels,
+        padding_mask,
+        sequence,
+        tokens.stride(0),
+        ignore_index,
+        mask_segment_starts=mask_segment_starts,
+        BLOCK=kernels.BLOCK,
+    )
+    return labels, padding_mask
+
+
+def convert_text_batch(
+    sample_batch: Any,
+    packing_contract: PackedSequenceContract,
+    ignore_index: int,
+    mask_segment_starts: bool,
+    allow_cross_document_attention: bool,
+    output_format: str = "batched",
+    pad_to_length: int | None = None,
+    pad_token_id: int | None = None,
+) -> dict:
+    """``batchspec.reference.convert.convert_text_batch`` with its positions, document ids,
+    segment starts, labels and padding mask from Triton kernels (SPEC.md section 4,
+    "``convert_text_batch``", and section 3's field table: outputs, shapes, dtypes, errors and
+    clauses are there). Errors are ``vectorized``'s host checks, raised as SPEC names them.
+    """
+    check_convert_options(
+        output_format, ignore_index, mask_segment_starts, allow_cross_document_attention, pad_to_length, pad_token_id
+    )
+    records = sample_records(sample_batch)
+    rows = read_records(records)
+    batch = len(rows.lengths)
+
+    # Row length after the unpacked route's padding [unpacked-padding, ctb-input-errors] 7, 8.
+    if pad_to_length is not None:
+        for index, length in enumerate(rows.lengths):
+            if length > pad_to_length:
+                raise ValueError(
+                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
+                )
+        width = pad_to_length
+    else:
+        if len(set(rows.lengths)) != 1:
+            raise ValueError(f"sample_batch rows have different lengths {rows.lengths} and no pad_to_length is given")
+        width = rows.lengths[0]
+        if width < 2:
+            raise ValueError(f"sample_batch record 0: length {width}, but rows need at least 2 tokens to shift")
+
+    device = output_device(rows.given)
+    sequence = width - 1
+    same_length = all(length == width for length in rows.lengths)
+    lengths = torch.tensor(rows.lengths, device=device)
+    first_pad = lengths - torch.tensor(rows.padding, device=device)  # first pad column, unshifted
+
+    tokens_flat = as_batch(rows.tokens, device)
+    if same_length:
+        tokens = tokens_flat.view(batch, width)
+    else:
+        # rows of different lengths come only with pad_to_length, hence pad_token_id [unpacked-pad-token-only-with-length]
+        fill = torch.full((batch, width), cast(int, pad_token_id), dtype=torch.int64, device=device)
+        tokens = place_rows(tokens_flat, lengths, batch, width, fill)
+
+    # Positions [ctb-positions, unpacked-padding]: the kernel's for rows without positions, the
+    # given ones placed over their rows' front.
+    if len(rows.with_positions) == batch and same_length:
+        positions = as_batch(rows.positions, device).view(batch, width)
+        given: Any = slice(None)
+    else:
+        positions = default_positions(first_pad, width)
+        given = torch.tensor(rows.with_positions, dtype=torch.int64, device=device)
+        if rows.with_positions:
+            flat = as_batch(rows.positions, device)
+            positions[given] = place_rows(flat, lengths[given], len(rows.with_positions), width, positions[given])
+    bad_start = torch.zeros(batch, dtype=torch.bool, device=device)
+    negative = torch.zeros(batch, dtype=torch.bool, device=device)
+    bad_start[given] = positions[given, 0] != 0
+    negative[given] = (positions[given] < 0).any(dim=1)
+    reads: list[torch.Tensor] = [bad_start, negative]  # [ctb-input-errors] 10, read back below
+
+    document_ids, starts = document_ids_and_starts(positions, first_pad)
+    labels, padding_mask = shifted_labels(tokens, starts, first_pad, ignore_index, mask_segment_starts)
+    input_ids = tokens[:, :sequence].clone()
+    position_ids = positions[:, :sequence].clone()
+    selected = document_ids.clone()  # [ctb-attention-ids]
+    bound = getattr(packing_contract, "max_sequence_length", None)  # [xdoc-contract]
+
+    if allow_cross_document_attention:  # [ctb-xdoc] via enable_xdoc_attention's semantics
+        translated = document_ids > 0
+        position_ids = xdoc_positions(position_ids[None], document_ids, translated, sequence + 1)[0]
+        selected = translated.to(torch.int64)
+        if is_int(bound):
+            reads.append(torch.where(translated, position_ids, -1).amax()[None])
+
+    out: dict[str, Any] = {
+        "input_ids": input_ids,
+        "labels": labels,
+        "position_ids": position_ids,
+        "padding_mask": padding_mask,
+        "document_ids": document_ids,
+        "attention_document_ids": selected,
+    }
+    wants_metadata = output_format == "batched" and contract_requests_metadata(packing_contract)
+    if output_format == "thd" or wants_metadata:
+        counts, spans = monotone_row_spans(selected)
+        reads.append(spans.amax()[None])
+        if wants_metadata:
+            reads.append(counts[:, 1:].amax()[None])
+
+    values = torch.cat([r.to(torch.int64) for r in reads]).tolist()
+    flags_start, flags_negative, rest = values[:batch], values[batch : 2 * batch], values[2 * batch :]
+    if any(flags_start):
+        raise ValueError(f"sample_batch record {flags_start.index(1)}: positions must start at 0")
+    if any(flags_negative):
+        raise ValueError(f"sample_batch record {flags_negative.index(1)}: positions must be >= 0")
+    if allow_cross_document_attention and is_int(bound):
+        largest, rest = rest[0], rest[1:]
+        if largest >= bound:
+            raise xdoc_bound_error(largest, cast(int, bound))
+
+    if output_format == "thd":
+        seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])
+        out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
+        return out
+    out["_packed_seq_ids"] = selected.clone()
+    mask_type = packing_contract.packed_mask_type
+    if mask_type not in _PACKED_MASKS:
+        raise ValueError(f"packing_contract.packed_mask_type {mask_type!r} is not one of {sorted(_PACKED_MASKS)}")
+    out["attention_mask"] = _PACKED_MASKS[mask_type](selected)
+    if wants_metadata:
+        largest_id, max_seqlen = rest
+        out.update(metadata_from_spans(selected, counts, spans, max(1, largest_id) + 1))
+        out["max_seqlen"] = int(max_seqlen)
+    return out
