@@ -6,7 +6,7 @@ listed, with a summary (shape, dtype) of both tensors. Integer tensors must matc
 dtype included. ``assert_equal`` compares whole nested outputs (the golden cases') the same way.
 
 An expected error is checked by type (subclasses allowed) and by the facts its message must
-name (``names``): SPEC 1.0 makes no error sentence normative.
+name (``names``): SPEC.md ("Conformance", **Errors**) makes no error sentence normative.
 
 Every failing check raises ``ClauseFailure``, an ``AssertionError`` that carries the ids of the
 clauses it failed on; the plugin blames a failure on them (read from the exception, never from
@@ -38,11 +38,13 @@ __all__ = [
     "assert_tensor_equal",
     "call_valid",
     "check",
+    "clause_failure",
     "missing_facts",
     "names",
     "skip",
     "skip_reason",
     "summary",
+    "tag",
     "valid_input",
 ]
 
@@ -91,12 +93,27 @@ class SuiteError(Exception):
     cannot judge the backend on this test, so no clause is blamed."""
 
 
-def check(condition: Any, message: str, *, clause: str | Iterable[str]) -> None:
-    """``check(ok, "...", clause="ctb-shift")`` is ``assert ok, "..."``, raising ``ClauseFailure``
-    blamed on ``clause`` (see ``ClauseFailure``)."""
+def tag(clause: str | Iterable[str], call: str = "") -> str:
+    """The clause tag that ends a failure's headline: ``[ctb-shift]``, or ``[ctb-shift: <call>]``
+    naming the call that failed; several clauses are joined by commas, a string is shown as given."""
+    shown = clause if isinstance(clause, str) else ", ".join(clause)
+    return f"[{shown}: {call}]" if call else f"[{shown}]"
+
+
+def clause_failure(message: str, *, clause: str | Iterable[str], call: str = "", details: str = "") -> ClauseFailure:
+    """The ``ClauseFailure`` blamed on ``clause`` whose message is ``message``, the clause tag
+    (``tag(clause, call)``) and ``details`` (raw text after the tag, e.g. ``":\n<rank output>"``):
+    a check names its clause once, in ``clause=``, never in ``message``."""
+    headline = f"{message} {tag(clause, call)}" if message else tag(clause, call)
+    return ClauseFailure(headline + details, clause)
+
+
+def check(condition: Any, message: str, *, clause: str | Iterable[str], call: str = "", details: str = "") -> None:
+    """``check(ok, "...", clause="ctb-shift")`` is ``assert ok, "... [ctb-shift]"``, raising the
+    ``ClauseFailure`` blamed on ``clause`` (see ``clause_failure``, which renders the message)."""
     __tracebackhide__ = True
     if not condition:
-        raise ClauseFailure(message, clause)
+        raise clause_failure(message, clause=clause, call=call, details=details)
 
 
 @contextmanager
@@ -148,7 +165,7 @@ def assert_tensor_equal(name: str, actual: Any, expected: torch.Tensor, *, claus
     """``assert_tensor_equal("labels", out, exp, clause=...)`` is equivalent to
     ``assert out.dtype == exp.dtype and out.shape == exp.shape and torch.equal(out, exp)``."""
     __tracebackhide__ = True
-    where = f"[{clause}: {call}]" if call else f"[{clause}]"
+    where = tag(clause, call)
     if not isinstance(actual, torch.Tensor):
         raise ClauseFailure(f"{name}: {summary(actual)}, but should be {summary(expected)} {where}", clause)
     if actual.dtype != expected.dtype:
@@ -180,7 +197,7 @@ def assert_batch_equal(
     """Every key of ``expected`` (or only ``keys``) is present in ``actual`` and equal to it,
     tensors exactly (dtype included), other values with ``==`` and the same type."""
     __tracebackhide__ = True
-    where = _where(clause, call)
+    where = tag(clause, call)
     for key in expected if keys is None else keys:
         if key not in actual:
             raise ClauseFailure(
@@ -200,25 +217,21 @@ def assert_equal(actual: Any, expected: Any, *, clause: str, call: str = "", pat
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
             shown = repr(expected) if not _has_tensor(expected) and len(repr(expected)) <= 300 else "a mapping"
-            raise ClauseFailure(f"{name}: {summary(actual)}, but should be {shown} {_where(clause, call)}", clause)
+            raise ClauseFailure(f"{name}: {summary(actual)}, but should be {shown} {tag(clause, call)}", clause)
         for key, want in expected.items():
             if key not in actual:
                 raise ClauseFailure(
-                    f"key {key!r} is missing, but should be present; keys: {list(actual)} {_where(clause, call)}",
+                    f"key {key!r} is missing, but should be present; keys: {list(actual)} {tag(clause, call)}",
                     clause,
                 )
             assert_equal(actual[key], want, clause=clause, call=call, path=f"{path}.{key}" if path else key)
     elif isinstance(expected, list):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
-            raise ClauseFailure(f"{name}={summary(actual)}, but should be {expected!r} {_where(clause, call)}", clause)
+            raise ClauseFailure(f"{name}={summary(actual)}, but should be {expected!r} {tag(clause, call)}", clause)
         for i, (a, w) in enumerate(zip(actual, expected)):
             assert_equal(a, w, clause=clause, call=call, path=f"{name}[{i}]")
     else:
         _assert_leaf_equal(name, actual, expected, clause=clause, call=call)
-
-
-def _where(clause: str, call: str) -> str:
-    return f"[{clause}: {call}]" if call else f"[{clause}]"
 
 
 def _assert_leaf_equal(name: str, actual: Any, expected: Any, *, clause: str, call: str) -> None:
@@ -227,9 +240,7 @@ def _assert_leaf_equal(name: str, actual: Any, expected: Any, *, clause: str, ca
     if isinstance(expected, torch.Tensor):
         assert_tensor_equal(name, actual, expected, clause=clause, call=call)
     elif type(actual) is not type(expected) or actual != expected:
-        raise ClauseFailure(
-            f"{name}={summary(actual)}, but should be {summary(expected)} {_where(clause, call)}", clause
-        )
+        raise ClauseFailure(f"{name}={summary(actual)}, but should be {summary(expected)} {tag(clause, call)}", clause)
 
 
 def _has_tensor(value: Any) -> bool:
@@ -292,7 +303,7 @@ def _shape(dims: tuple[int, ...]) -> str:
 
 
 def names(message: str, fact: Fact) -> bool:
-    """Whether an error message names ``fact`` (SPEC 1.0: messages are not normative text,
+    """Whether an error message names ``fact`` (SPEC.md, "Conformance", **Errors**: the wording is not normative,
     only the facts a clause lists):
 
     * ``str``: a parameter, field, attribute or key name, or a check name such as
