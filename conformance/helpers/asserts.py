@@ -128,10 +128,11 @@ def valid_input(call: str, clause: str = "ctb-input-errors") -> Iterator[None]:
     except (ClauseFailure, SuiteError):
         raise
     except Exception as error:
-        raise ClauseFailure(
+        raise clause_failure(
             f"raised {type(error).__name__}({error}) on an input with none of the faults it lists, but should "
-            f"convert it [{clause}: {call}]",
-            clause,
+            "convert it",
+            clause=clause,
+            call=call,
         ) from error
 
 
@@ -142,9 +143,10 @@ def call_valid(function, *args: Any, clause: str, call: str) -> Any:
     try:
         return function(*args)
     except Exception as error:  # noqa: BLE001 - a valid input of an admitted dtype must give its outputs
-        raise ClauseFailure(
-            f"raised {type(error).__name__}({error}) on a valid input, but should return its outputs [{clause}: {call}]",
-            clause,
+        raise clause_failure(
+            f"raised {type(error).__name__}({error}) on a valid input, but should return its outputs",
+            clause=clause,
+            call=call,
         ) from error
 
 
@@ -347,15 +349,15 @@ def assert_raises(
         missing = missing_facts(message, fields)
         if missing:
             shown = [str(f) if isinstance(f, (Shape, Value)) else f for f in missing]
-            raise ClauseFailure(
-                f"{type(error).__name__} message {message!r} does not name {shown} [{clause}: {call}]", clause
+            raise clause_failure(
+                f"{type(error).__name__} message {message!r} does not name {shown}", clause=clause, call=call
             ) from error
         return error
     except Exception as error:  # noqa: BLE001 - report the wrong type
-        raise ClauseFailure(
-            f"raised {type(error).__name__}({error}), but should raise {error_type.__name__} [{clause}: {call}]", clause
+        raise clause_failure(
+            f"raised {type(error).__name__}({error}), but should raise {error_type.__name__}", clause=clause, call=call
         ) from error
-    raise ClauseFailure(f"nothing was raised, but should raise {error_type.__name__} [{clause}: {call}]", clause)
+    raise clause_failure(f"nothing was raised, but should raise {error_type.__name__}", clause=clause, call=call)
 
 
 def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: str, ordered: bool = True) -> None:
@@ -363,6 +365,6 @@ def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: s
     keys in the same order; with ``ordered=False``, ``assert sorted(out) == sorted(keys)``."""
     __tracebackhide__ = True
     if ordered and list(out) != keys:
-        raise ClauseFailure(f"keys {list(out)}, but should be {keys} (in this order) [{clause}: {call}]", clause)
+        raise clause_failure(f"keys {list(out)}, but should be {keys} (in this order)", clause=clause, call=call)
     if not ordered and sorted(out) != sorted(keys):
-        raise ClauseFailure(f"keys {sorted(out)}, but should be {sorted(keys)} [{clause}: {call}]", clause)
+        raise clause_failure(f"keys {sorted(out)}, but should be {sorted(keys)}", clause=clause, call=call)

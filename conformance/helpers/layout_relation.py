@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, summary
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, clause_failure, summary
 from batchspec.conformance.helpers.layouts import describe_layout, laid_out
 from batchspec.conformance.helpers.storage import input_state, state_changes
 
@@ -98,7 +98,7 @@ def describe_inputs(laid: Mapping[str, Any]) -> str:
 
 def layout_failure(message: str, call: str) -> ClauseFailure:
     """A failure of [tb-layout] in ``call``."""
-    return ClauseFailure(f"{message} [tb-layout: {call}]", "tb-layout")
+    return clause_failure(f"{message}", clause="tb-layout", call=call)
 
 
 def assert_same_output(actual: Any, expected: Any, *, call: str, names: Sequence[str] | None = None) -> None:

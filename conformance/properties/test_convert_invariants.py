@@ -187,8 +187,9 @@ def test_convert_text_batch_matches_reference(backend, family, data):
         check(
             not picked,
             f"input_ids={got_ids.tolist()} are a decoy field's values, but should be {field!r}'s, the first "
-            f"candidate present [ctb-token-field: {cs.describe_route_call(case, route)}, decoys {list(decoys)}]",
+            "candidate present",
             clause="ctb-token-field",
+            call=f"{cs.describe_route_call(case, route)}, decoys {list(decoys)}",
         )
     targets = label_targets(case.rows, case.ignore_index, case.mask_segment_starts, route.pad_to_length)
     conditions = {"xdoc"} if route.xdoc else set()
