@@ -401,22 +401,25 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
     ranks_text = "\n".join(summary(r) for r in results)
     check(
         results[3]["error"] is None and "state_sha256" not in results[3],
-        f"rank 3 (which skips state_dict()) must run without error [state-collective-all-ranks]:\n{ranks_text}",
+        "rank 3 (which skips state_dict()) must run without error",
         clause="state-collective-all-ranks",
+        details=f":\n{ranks_text}",
     )
     for result in results[:3]:
         error = result["error"] or ""
         check(
             error,
             f"rank {result['rank']}: state_dict() returned instead of raising TimeoutError, although TP peer rank 3 "
-            f"never called it [state-collective-all-ranks, state-collective-timeout]:\n{ranks_text}",
+            "never called it",
             clause="state-collective-all-ranks, state-collective-timeout",
+            details=f":\n{ranks_text}",
         )
         check(
             result["error_is_timeout"],
             f"rank {result['rank']} raised {result['error_type']}: {result['error_message'][:500]!r}, but must raise "
-            f"TimeoutError (or a subclass) [state-collective-timeout]:\n{error[-1500:]}",
+            "TimeoutError (or a subclass)",
             clause="state-collective-timeout",
+            details=f":\n{error[-1500:]}",
         )
         check(
             result["state_seconds"] < timeout_s + 15,
@@ -426,8 +429,9 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
         )
     check(
         returncode != 0,
-        f"the job must fail when rank 3 never calls state_dict() [state-collective-all-ranks]:\n{ranks_text}\n{output}",
+        "the job must fail when rank 3 never calls state_dict()",
         clause="state-collective-all-ranks",
+        details=f":\n{ranks_text}\n{output}",
     )
     check(
         elapsed < 60,
@@ -441,7 +445,7 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
     leader = results[0]["error_message"]
     check(
         names(leader, 3),
-        f"rank 0's error must name the missing rank 3 (e.g. 'missing ranks=[3]') [state-collective-timeout]: "
-        f"{leader[:800]}",
+        "rank 0's error must name the missing rank 3 (e.g. 'missing ranks=[3]')",
         clause="state-collective-timeout",
+        details=f": {leader[:800]}",
     )

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from batchspec.conformance.golden.stored import stored_inputs, stored_options
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_keys, assert_raises, check, clause_failure
+from batchspec.conformance.helpers.asserts import assert_keys, assert_raises, check, clause_failure
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
 from batchspec.conformance.helpers.storage import input_state, state_changes
 
@@ -251,11 +251,11 @@ def _assert_untouched(function, value, *args, call: str, **kwargs) -> None:
     function(value, *args, **kwargs)
     changes = state_changes(before, input_state(value, "batch"))
     if changes:
-        raise ClauseFailure(
-            f"{call} modified its input, but should leave it untouched (D-6):\n  "
-            + "\n  ".join(changes[:8])
-            + f"\n[collaters-no-mutation: {call}]",
-            "collaters-no-mutation",
+        raise clause_failure(
+            f"{call} modified its input, but should leave it untouched (D-6)",
+            clause="collaters-no-mutation",
+            call=call,
+            details=":\n  " + "\n  ".join(changes[:8]),
         )
 
 

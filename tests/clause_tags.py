@@ -233,7 +233,7 @@ def scan(path: Path, fix: bool = False) -> list[Site]:
         if "clause_failure(" in source and not re.search(r"def clause_failure\b|import[^)]*\bclause_failure\b", source):
             source = _import_clause_failure(source)
         path.write_text(source)
-    return sites
+    return sorted(sites, key=lambda site: site.line)
 
 
 def _import_clause_failure(source: str) -> str:

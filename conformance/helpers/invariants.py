@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal, clause_failure, summary
+from batchspec.conformance.helpers.asserts import assert_tensor_equal, clause_failure, summary
 from batchspec.conformance.helpers.fields import label_clauses, label_targets
 from batchspec.conformance.helpers.inputs import Row, row_positions
 from batchspec.conformance.helpers.literals import THD_PAD
@@ -61,7 +61,9 @@ def _fail_where(bad: torch.Tensor, what: str, *, clause: str, call: str, show: M
         at = tuple(int(i) for i in index)
         values = ", ".join(f"{name}[{', '.join(map(str, at))}]={tensor[at].item()!r}" for name, tensor in show.items())
         lines.append(values)
-    raise ClauseFailure(f"{what}: {total} position(s) violate it [{clause}: {call}]\n  " + "\n  ".join(lines), clause)
+    raise clause_failure(
+        f"{what}: {total} position(s) violate it", clause=clause, call=call, details="\n  " + "\n  ".join(lines)
+    )
 
 
 def _expected_rows(rows: Sequence[Row], ignore_index: int, mask_segment_starts: bool) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, names
+from batchspec.conformance.helpers.asserts import clause_failure, names
 from batchspec.conformance.helpers.envelope import (
     BAD_ARGUMENTS,
     CHECKS,
@@ -150,10 +150,9 @@ def _error(error: BaseException, label: _Labels, replicas: set[int]) -> dict:
 def _state_bytes(loader) -> bytes:
     state = loader.state_dict()
     if not (isinstance(state, Mapping) and list(state) == ["zephon"] and isinstance(state["zephon"], bytes)):
-        raise ClauseFailure(
-            f"state_dict() returned {state!r}, but should be {{'zephon': bytes}} [state-before-start, "
-            f"state-after-start]",
-            "state-before-start, state-after-start",
+        raise clause_failure(
+            f"state_dict() returned {state!r}, but should be {{'zephon': bytes}}",
+            clause="state-before-start, state-after-start",
         )
     return state["zephon"]
 

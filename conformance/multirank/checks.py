@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, check, clause_failure
+from batchspec.conformance.helpers.asserts import check, clause_failure
 from batchspec.conformance.helpers.envelope import DIGEST, HEADER, MAGIC, body_of
 
 __all__ = [
@@ -38,12 +38,11 @@ def ok(job, name, clause=None):
     tags = [clause] if clause else []
     if any("timed out" in e.lower() for e in errors):
         tags.append("state-collective-all-ranks")
-    tag = f" [{', '.join(tags)}]" if tags else ""
     if not (returncode == 0 and not errors):
-        message = f"job {name!r} failed (rc={returncode}){tag}:\n" + "\n".join(errors) + output
+        details = ":\n" + "\n".join(errors) + output
         if tags:
-            raise ClauseFailure(message, tags)
-        raise AssertionError(message)
+            raise clause_failure(f"job {name!r} failed (rc={returncode})", clause=tags, details=details)
+        raise AssertionError(f"job {name!r} failed (rc={returncode}){details}")
     return results
 
 
