@@ -28,6 +28,7 @@ from batchspec.conformance.helpers.literals import THD_PAD
 
 __all__ = [
     "BASE_KEYS",
+    "CONVERTED_BATCH_CLAUSES",
     "METADATA_KEYS",
     "check_converted_batch",
     "expected_packed_metadata",
@@ -47,6 +48,27 @@ BASE_KEYS: dict[str, torch.dtype] = {
 }
 METADATA_KEYS: tuple[str, ...] = ("packed_token_indices", "cu_seqlens", "max_seqlen")
 MAX_LISTED = 8
+# The marks of a test that converts a valid input and checks the batch with ``check_converted_batch``:
+# the clauses it blames a failure on, and [ctb-input-errors] (``valid_input``: raising on a valid
+# input fails that clause).
+CONVERTED_BATCH_CLAUSES = (
+    "tb-shapes",
+    "tb-dtypes",
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-cross-document-targets",
+    "ctb-segment-starts",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "ctb-ignore-index",
+    "batched-packed-seq-ids",
+    "batched-block-causal",
+    "batched-document-ids-mask",
+    "batched-metadata",
+    "ctb-input-errors",
+)
 
 
 def _fail_where(bad: torch.Tensor, what: str, *, clause: str, call: str, show: Mapping[str, torch.Tensor]) -> None:
