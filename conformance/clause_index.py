@@ -335,7 +335,7 @@ def collected_citations(root: Path = ROOT) -> dict[str, set[str]]:
         def __init__(self) -> None:
             self.index: dict[str, set[str]] = defaultdict(set)
 
-        def pytest_collection_modifyitems(self, items):  # noqa: D401 - a pytest hook
+        def pytest_collection_modifyitems(self, items):  # a pytest hook
             for item in items:
                 test = item.nodeid.split("[")[0]
                 for mark in item.iter_markers("clause"):

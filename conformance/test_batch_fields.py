@@ -136,7 +136,7 @@ def test_positions_follow_the_token_fields(backend, device, forms):
     call = f"convert_text_batch(worked example A, token fields as {tokens_form}, positions as {positions_form} on {device})"
     try:
         out = backend.convert_text_batch(batch, Contract(), IGNORE_INDEX, False, False)
-    except Exception as error:  # noqa: BLE001 - any refusal of the positions' form is the failure
+    except Exception as error:  # any refusal of the positions' form is the failure
         raise clause_failure(
             f"raised {type(error).__name__}({error}), but should take positions in any form and move them",
             clause="tb-device",

@@ -142,7 +142,7 @@ def call_valid(function, *args: Any, clause: str, call: str) -> Any:
     __tracebackhide__ = True
     try:
         return function(*args)
-    except Exception as error:  # noqa: BLE001 - a valid input of an admitted dtype must give its outputs
+    except Exception as error:  # a valid input of an admitted dtype must give its outputs
         raise clause_failure(
             f"raised {type(error).__name__}({error}) on a valid input, but should return its outputs",
             clause=clause,
@@ -353,7 +353,7 @@ def assert_raises(
                 f"{type(error).__name__} message {message!r} does not name {shown}", clause=clause, call=call
             ) from error
         return error
-    except Exception as error:  # noqa: BLE001 - report the wrong type
+    except Exception as error:  # report the wrong type
         raise clause_failure(
             f"raised {type(error).__name__}({error}), but should raise {error_type.__name__}", clause=clause, call=call
         ) from error

@@ -51,7 +51,7 @@ class Ran(NamedTuple):
 def run(function: Callable, *args: Any, **kwargs: Any) -> Ran:
     try:
         return Ran(function(*args, **kwargs), None)
-    except Exception as error:  # noqa: BLE001 - compared with the other call's behaviour
+    except Exception as error:  # compared with the other call's behaviour
         return Ran(None, error)
 
 
