@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import array
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import torch
@@ -43,7 +43,7 @@ _PACKED_MASKS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -205,10 +205,10 @@ def convert_text_batch(
 
     # Row length after the unpacked route's padding [unpacked-padding, ctb-input-errors] 7, 8.
     if pad_to_length is not None:
-        for index, length in enumerate(rows.lengths):
+        for record_index, length in enumerate(rows.lengths):
             if length > pad_to_length:
                 raise ValueError(
-                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
+                    f"sample_batch record {record_index}: length {length} does not fit pad_to_length={pad_to_length}"
                 )
         width = pad_to_length
     else:
@@ -228,6 +228,8 @@ def convert_text_batch(
     tokens_flat = _as_batch(rows.tokens, device)
     if same_length:
         tokens = tokens_flat.view(batch, width)
+    elif pad_token_id is None:  # unreachable: rows differ only with pad_to_length, which rules.py checks needs it
+        raise ValueError("pad_token_id is required with pad_to_length, got None")
     else:
         fill = torch.full((batch, width), pad_token_id, dtype=torch.int64, device=device)
         tokens = _place(tokens_flat, lengths, batch, width, fill)
@@ -239,7 +241,7 @@ def convert_text_batch(
     reads: list[torch.Tensor] = []
     if len(rows.with_positions) == batch and same_length:
         positions = _as_batch(rows.positions, device).view(batch, width)
-        given = slice(None)
+        given: slice | torch.Tensor = slice(None)
     else:
         positions = torch.where(columns >= first_pad[:, None], columns - first_pad[:, None], columns)
         given = torch.tensor(rows.with_positions, dtype=torch.int64, device=device)
@@ -299,10 +301,11 @@ def convert_text_batch(
         raise ValueError(f"sample_batch record {flags_start.index(1)}: positions must start at 0")
     if any(flags_negative):
         raise ValueError(f"sample_batch record {flags_negative.index(1)}: positions must be >= 0")
-    if allow_cross_document_attention and _is_int(getattr(packing_contract, "max_sequence_length", None)):
+    bound = getattr(packing_contract, "max_sequence_length", None)  # optional in a contract
+    if allow_cross_document_attention and _is_int(bound):
         largest, rest = rest[0], rest[1:]
-        if largest >= packing_contract.max_sequence_length:
-            raise xdoc_bound_error(largest, packing_contract.max_sequence_length)
+        if largest >= bound:
+            raise xdoc_bound_error(largest, bound)
 
     if output_format == "thd":
         seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])

@@ -187,8 +187,8 @@ def _collate_fast(
                 out[real] = flat.numpy()
                 batch[key] = torch.from_numpy(out)
             else:  # on an accelerator, or part of an autograd graph: stay in torch
-                out = torch.zeros((num, width), dtype=torch.float32, device=flat.device)
-                batch[key] = out.masked_scatter_(torch.from_numpy(real).to(flat.device), flat)
+                zeros = torch.zeros((num, width), dtype=torch.float32, device=flat.device)
+                batch[key] = zeros.masked_scatter_(torch.from_numpy(real).to(flat.device), flat)
         else:
             if any(value.numel() == 0 for value in values):
                 raise Delegate("empty-side-input")  # IndexError in the reference
