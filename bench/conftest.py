@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from batchspec.bench.counting import counted
+from batchspec.bench.workloads import BACKENDS, DEVICE, SELECTED_SHAPES
 from batchspec.conformance.backends import BackendError, load_backend
 from batchspec.conformance.device import DeviceOptionError, check_device_option
 from batchspec.conformance.options import add_backend_option, add_device_option
@@ -51,13 +52,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if not names:
         raise pytest.UsageError("pytest bench needs at least one --backend (repeat it to compare backends)")
     try:
-        config._bench_device = check_device_option(config.getoption("--device"))
-        config._bench_backends = {name: load_backend(name) for name in dict.fromkeys(names)}
+        config.stash[DEVICE] = check_device_option(config.getoption("--device"))
+        config.stash[BACKENDS] = {name: load_backend(name) for name in dict.fromkeys(names)}
     except (BackendError, DeviceOptionError) as error:
         raise pytest.UsageError(str(error)) from None
     shapes = config.getoption("--bench-shapes")
     try:
-        config._bench_shapes = None if shapes is None else [tuple(map(int, s.split("x"))) for s in shapes.split(",")]
+        config.stash[SELECTED_SHAPES] = (
+            None if shapes is None else [tuple(map(int, s.split("x"))) for s in shapes.split(",")]
+        )
     except ValueError:
         raise pytest.UsageError(
             f"--bench-shapes={shapes!r}: expected comma-separated BxS, e.g. 8x4096,64x32768"
@@ -66,7 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend_name" in metafunc.fixturenames:
-        metafunc.parametrize("backend_name", list(metafunc.config._bench_backends))
+        backends = metafunc.config.stash[BACKENDS]
+        metafunc.parametrize("backend_name", list(backends))
 
 
 def copy_bandwidth(device: str) -> float:
@@ -91,26 +95,26 @@ def synchronize(device: str) -> None:
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
-    device = config._bench_device
+    device = config.stash[DEVICE]
     machine_info["batchspec"] = {
         "copy_bandwidth_bytes_per_s": copy_bandwidth(device),
         "device": device if device == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})",
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "cpu": platform.processor() or platform.machine(),
-        "backends": {name: backend.version for name, backend in config._bench_backends.items()},
+        "backends": {name: backend.version for name, backend in config.stash[BACKENDS].items()},
         "command": " ".join(["pytest", *config.invocation_params.args]),
     }
 
 
 @pytest.fixture(scope="session")
 def device(request: pytest.FixtureRequest) -> str:
-    return request.config._bench_device
+    return request.config.stash[DEVICE]
 
 
 @pytest.fixture
 def backend(request: pytest.FixtureRequest, backend_name: str):
-    return request.config._bench_backends[backend_name]
+    return request.config.stash[BACKENDS][backend_name]
 
 
 @pytest.fixture

@@ -300,7 +300,8 @@ def header_lines(results: dict) -> list[str]:
     """The report's header: the machine, the software and when and how the numbers were taken."""
     machine = results.get("machine_info") or {}
     info = machine.get("batchspec") or {}
-    cpu_info = machine.get("cpu") if isinstance(machine.get("cpu"), dict) else {}
+    cpu_info = machine.get("cpu")
+    cpu_info = cpu_info if isinstance(cpu_info, dict) else {}
     cpu = info.get("cpu") or cpu_info.get("brand_raw") or machine.get("processor") or None
     cores = cpu_info.get("count")
     bw = bandwidth(results)
@@ -362,7 +363,7 @@ def family_table(family: str, rows: Sequence[Row], bandwidth_bytes_per_s: float 
 
     for row in rows:
         group = groups[row.workload]
-        medians = {}
+        medians: dict[str, float | None] = {}
         for other in group:  # the first row of each implementation in the workload is its baseline
             medians.setdefault(other.implementation, other.median_s)
         floor_s = floor_seconds(row, _workload_floor_bytes(group), bandwidth_bytes_per_s)
@@ -457,11 +458,11 @@ def plot_throughput(rows: Sequence[Row], bandwidth_bytes_per_s: float | None, pa
         xs, ys = [], []
         for position, workload in enumerate(workloads):
             row = next((r for r in groups[workload] if r.implementation == implementation), None)
-            if row is not None:
+            if row is not None and row.throughput is not None:  # a row without a median draws no bar
                 xs.append(position - 0.4 + width * (index + 0.5))
                 ys.append(row.throughput)
         ax.bar(xs, ys, width=width, label=implementation, color=colours[implementation])
-    floor_label = "memory floor"
+    floor_label = "memory floor"  # once: a label starting with "_" stays out of the legend
     for position, workload in enumerate(workloads):
         group = groups[workload]
         tokens = next((row.tokens for row in group if row.tokens), None)
@@ -471,7 +472,7 @@ def plot_throughput(rows: Sequence[Row], bandwidth_bytes_per_s: float | None, pa
                 tokens / floor_s, position - 0.45, position + 0.45, colors="black", linestyles="--", label=floor_label
             )
             ax.plot([position], [tokens / floor_s], marker="v", color="black")
-            floor_label = None
+            floor_label = "_nolegend_"
     ax.set_yscale("log")
     ax.set_xticks(range(len(workloads)))
     ax.set_xticklabels([w.removeprefix("convert/") for w in workloads], rotation=30, ha="right", fontsize=8)
@@ -491,29 +492,34 @@ def plot_documents_per_row(rows: Sequence[Row], path: Path) -> Path | None:
     One line per implementation (per implementation and shape/route/payload when the family has
     more than one of those). Returns ``path``, or None (writing nothing) without data to draw.
     """
+    # (documents per row, median seconds, row) of the rows that have both
     points = [
-        row
+        (row.documents_per_row, row.median_s, row)
         for row in rows
-        if row.family == "docs_per_row" and (row.documents_per_row or 0) > 0 and (row.median_s or 0) > 0
+        if row.family == "docs_per_row"
+        and row.documents_per_row is not None
+        and row.documents_per_row > 0
+        and row.median_s is not None
+        and row.median_s > 0
     ]
     if not points:
         return None
     colours = _colours((row.implementation, row.kind) for row in rows)
-    variants = {(row.shape, row.route, row.payload) for row in points}
-    series: dict[tuple, list[Row]] = {}
-    for row in points:
+    variants = {(row.shape, row.route, row.payload) for _, _, row in points}
+    series: dict[tuple, list[tuple[float, float]]] = {}
+    for documents, median_s, row in points:
         variant = (row.shape, row.route, row.payload) if len(variants) > 1 else ()
-        series.setdefault((row.implementation, row.kind, variant), []).append(row)
+        series.setdefault((row.implementation, row.kind, variant), []).append((documents, median_s))
     styles = ["-", "--", ":", "-."]
     variant_style = {variant: styles[i % len(styles)] for i, variant in enumerate(sorted(variants, key=str))}
     fig = Figure(figsize=(8.0, 5.5))
     ax = fig.subplots()
     for implementation, kind, variant in sorted(series, key=lambda key: (implementation_key(*key[:2]), str(key[2]))):
-        line = sorted(series[(implementation, kind, variant)], key=lambda row: row.documents_per_row)
+        line = sorted(series[(implementation, kind, variant)])
         label = implementation + (f" ({'/'.join(part for part in variant if part)})" if variant else "")
         ax.plot(
-            [row.documents_per_row for row in line],
-            [row.median_s * 1e3 for row in line],
+            [documents for documents, _ in line],
+            [median_s * 1e3 for _, median_s in line],
             marker="o",
             linestyle=variant_style.get(variant, "-"),
             color=colours[implementation],

@@ -14,7 +14,15 @@ import pytest
 import torch
 
 from batchspec.bench.conftest import skip_unless_reference_fits
-from batchspec.bench.workloads import SHAPES, documents_of, pipeline_batch, sweep_rows, tensor_batch, unpacked_batch
+from batchspec.bench.workloads import (
+    SELECTED_SHAPES,
+    SHAPES,
+    documents_of,
+    pipeline_batch,
+    sweep_rows,
+    tensor_batch,
+    unpacked_batch,
+)
 from batchspec.conformance.device import sample_batch_to
 from batchspec.conformance.helpers.inputs import Contract, payload_form, rows_of, sample_batch
 
@@ -38,9 +46,10 @@ def _shape_id(shape: tuple[int, int]) -> str:
     return f"{shape[0]}x{shape[1]}"
 
 
-def _selected_shapes(config) -> list[tuple[int, int]]:
+def _selected_shapes(config: pytest.Config) -> list[tuple[int, ...]]:
     """``--bench-shapes`` (any BxS, e.g. 64x32768 on a GPU), else ``SHAPES``."""
-    return SHAPES if config._bench_shapes is None else config._bench_shapes
+    selected = config.stash[SELECTED_SHAPES]
+    return list(SHAPES) if selected is None else selected
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -17,15 +17,20 @@ from __future__ import annotations
 import functools
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from batchspec.conformance.helpers.corpus import CorpusTokenizer, corpus_texts
-from batchspec.conformance.helpers.inputs import Row, packed_row, payload_form, rows_of, sample_batch
+from batchspec.conformance.helpers.inputs import Row, packed_row, payload_form, row_positions, rows_of, sample_batch
 from batchspec.conformance.helpers.pipelines import corpus_pipeline
 
 __all__ = [
+    "BACKENDS",
+    "DEVICE",
+    "SELECTED_SHAPES",
     "SHAPES",
     "Rollout",
     "corpus_documents",
@@ -40,6 +45,12 @@ __all__ = [
 
 # (batch, sequence) of the convert_text_batch workloads; sequence is S, rows hold S + 1 tokens.
 SHAPES = ((8, 4096), (8, 8192), (4, 32768), (1, 131072))
+
+# The run's options, on pytest's config.stash (set by bench/conftest.py's pytest_configure): the
+# device (--device), the backends by --backend name, the --bench-shapes given (None: SHAPES).
+DEVICE = pytest.StashKey[str]()
+BACKENDS = pytest.StashKey[dict]()
+SELECTED_SHAPES = pytest.StashKey["list[tuple[int, ...]] | None"]()
 
 
 @functools.cache
@@ -58,14 +69,14 @@ def pipeline_batch(batch: int, sequence: int):
     fewer as a batch holds more than 2**19 tokens), so the rows are as full as training rows."""
     tries = min(16, max(1, 2**19 // (batch * (sequence + 1))))
     with tempfile.TemporaryDirectory() as scratch:
-        pipeline = corpus_pipeline(scratch, seq_len=sequence, batch_size=batch, exhausted_policy="repeat")
+        pipeline = corpus_pipeline(Path(scratch), seq_len=sequence, batch_size=batch, exhausted_policy="repeat")
         stream = iter(pipeline)
         try:
-            best, best_padding = None, None
+            best, best_padding = None, float("inf")
             for _ in range(tries):
                 candidate = next(stream)
                 padding = sum(record.meta.padding_length or 0 for record in candidate.records)
-                if best is None or padding < best_padding:
+                if padding < best_padding:
                     best, best_padding = candidate, padding
                 if padding <= 0.1 * batch * (sequence + 1):
                     break
@@ -127,7 +138,7 @@ def document_ids_of(rows: list[Row]) -> torch.Tensor:
     numpy so the metadata benchmarks do not depend on any backend."""
     ids = []
     for row in rows:
-        positions = np.asarray(row.positions[:-1])
+        positions = np.asarray(row_positions(row)[:-1])
         document = np.cumsum(positions == 0)
         real = len(row.tokens) - (row.padding_length or 0)
         document[real:] = 0

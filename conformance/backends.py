@@ -213,7 +213,7 @@ def load_backend(spec: str) -> Backend:
         raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
     except (ImportError, AttributeError) as error:
         raise BackendError(f"cannot load backend {spec!r} from {path!r}: {error}") from error
-    except (Exception, SystemExit) as error:  # noqa: BLE001 - the backend's own import code failed
+    except (Exception, SystemExit) as error:  # the backend's own import code failed
         raise BackendError(
             f"cannot load backend {spec!r} from {path!r}: importing it raised {type(error).__name__}: {error}"
         ) from error
@@ -262,7 +262,7 @@ def _declared_capabilities(spec: str, declared: Any) -> frozenset[str]:
         )
     try:
         names = tuple(declared)  # iterated once, here: every reader after this sees these names
-    except Exception as error:  # noqa: BLE001 - the backend's own collection type failed
+    except Exception as error:  # the backend's own collection type failed
         raise BackendError(
             f"backend {spec!r}: reading BATCHSPEC_CAPABILITIES raised {type(error).__name__}: {error}"
         ) from error

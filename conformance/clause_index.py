@@ -14,8 +14,10 @@ lists the items no check cites (``tests/unit/test_clause_items.py`` requires non
 The lint (``citation_problems``, ``tag_problems``) finds what makes a clause hard to follow:
 a wildcard (``[xdoc-*]``) or an unknown clause id in ``reference/``, ``conformance/`` or
 ``golden/cases/``; an assert tag (``clause="…"`` or ``[id: …]``) inside a test that does not
-cite that clause in its marks, or that is not a clause id at all (``example-A``); a stale
-section sign (``§``).
+cite that clause in its marks, or that is not a clause id at all (``example-A``); a mark
+argument it cannot resolve (string literals and module-level tuples of them, here or imported
+from another module, resolve; a parametrize row's own marks are left to collection) or that
+is no clause id; a stale section sign (``§``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import re
 import sys
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from batchspec.conformance.spec import SPEC_PATH, spec_clause_items, spec_clauses, split_citation
@@ -84,7 +87,7 @@ def lint(root: Path = ROOT) -> list[str]:
             rel = path.relative_to(root)
             problems += citation_problems(rel, text, known)
             if folder == "conformance" and path.name.startswith("test_"):
-                problems += tag_problems(rel, text, known)
+                problems += tag_problems(rel, text, known, root)
     return problems
 
 
@@ -118,31 +121,136 @@ def _literal_prefix(node: ast.AST) -> str | None:
     return None
 
 
-def _marks(function: ast.FunctionDef) -> set[str]:
+_IMPORTED: dict[Path, dict[str, tuple[ast.expr, dict]]] = {}
+
+
+def _module_constants(tree: ast.Module, root: Path) -> dict[str, tuple[ast.expr, dict]]:
+    """Name -> (value, the namespace it resolves in) for a module's top-level ``NAME = value``
+    assignments, and for the names it imports from another module of the package
+    (``from batchspec.conformance.helpers.invariants import CONVERTED_BATCH_CLAUSES``)."""
+    names: dict[str, tuple[ast.expr, dict]] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        elif isinstance(statement, ast.ImportFrom) and (statement.module or "").startswith("batchspec."):
+            parts = (statement.module or "").split(".")[1:]
+            source = next(
+                (
+                    p
+                    for p in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py"))
+                    if p.is_file()
+                ),
+                None,
+            )
+            if source is not None:
+                if source not in _IMPORTED:
+                    _IMPORTED[source] = {}  # a cycle of imports resolves to nothing, not forever
+                    _IMPORTED[source] = _module_constants(ast.parse(source.read_text(encoding="utf-8")), root)
+                imported = _IMPORTED[source]
+                for alias in statement.names:
+                    if alias.name in imported:
+                        names[alias.asname or alias.name] = imported[alias.name]
+            continue
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            names[target.id] = (value, names)
+    return names
+
+
+def _clause_ids(node: ast.expr, names: Mapping[str, tuple[ast.expr, dict]]) -> list[str] | None:
+    """The clause ids a ``@pytest.mark.clause`` argument stands for, or None where the lint
+    cannot tell: a string (an f-string by its constant head, ``f"x.{i}"`` -> ``x``), a tuple or
+    list of them, ``*`` of one, ``+`` of two, a generator of such strings, or a module-level
+    name bound to any of these (``NAME = ("ctb-shift", ...)``, or imported from another module)."""
+    if isinstance(node, ast.Starred):
+        return _clause_ids(node.value, names)
+    if isinstance(node, (ast.Constant, ast.JoinedStr)):
+        head = _literal_prefix(node)
+        return None if not head or not head.rstrip(".") else [head.rstrip(".")]
+    if isinstance(node, (ast.Tuple, ast.List)):
+        found: list[str] = []
+        for element in node.elts:
+            ids = _clause_ids(element, names)
+            if ids is None:
+                return None
+            found += ids
+        return found
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _clause_ids(node.left, names), _clause_ids(node.right, names)
+        return None if left is None or right is None else left + right
+    if isinstance(node, (ast.GeneratorExp, ast.ListComp)):
+        return _clause_ids(node.elt, names) if isinstance(node.elt, (ast.Constant, ast.JoinedStr)) else None
+    if isinstance(node, ast.Name) and node.id in names:
+        value, namespace = names[node.id]
+        return _clause_ids(value, namespace)
+    return None
+
+
+@dataclass
+class _Marks:
+    """The clause ids a test's marks cite; ``open`` when some come from a parametrize table's
+    row (``pytest.param(c, marks=pytest.mark.clause(*c.clauses))``), which only collection sees
+    (``conformance/citations.py`` checks those); ``problems``: arguments the lint cannot resolve
+    and ids that are no clause."""
+
+    cited: set[str] = field(default_factory=set)
+    open: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+def _marks(function: ast.FunctionDef, names: Mapping[str, tuple[ast.expr, dict]] | None = None) -> _Marks:
     """The clause ids a test cites: its ``@pytest.mark.clause(...)`` decorators and the clause
-    marks of its ``pytest.param(..., marks=...)`` parameters."""
-    cited = set()
-    for node in (node for decorator in function.decorator_list for node in ast.walk(decorator)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "clause":
+    marks of its ``pytest.param(..., marks=...)`` parameters, module-level constants resolved."""
+    marks = _Marks()
+    for decorator in function.decorator_list:
+        bound = {
+            target.id
+            for node in ast.walk(decorator)
+            if isinstance(node, ast.comprehension)
+            for target in ast.walk(node.target)
+            if isinstance(target, ast.Name)
+        }
+        for node in ast.walk(decorator):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "clause"):
+                continue
             for arg in node.args:
-                head = _literal_prefix(arg)
-                if head is not None:
-                    cited.add(split_citation(head.rstrip("."))[0])
-    return cited
+                ids = _clause_ids(arg, names or {})
+                if ids is None and any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(arg)):
+                    marks.open = True
+                elif ids is None:
+                    marks.problems.append(
+                        f"{function.name}: cannot resolve the clause mark argument {ast.unparse(arg)!r}: write string "
+                        "literals, or a module-level tuple of them (here or imported from another module)"
+                    )
+                else:
+                    marks.cited.update(split_citation(cid)[0] for cid in ids)
+    return marks
 
 
-def tag_problems(path: Path, text: str, known: set[str]) -> list[str]:
-    """Assert tags inside a test function that its marks do not cite, or that are no clause id.
+def tag_problems(path: Path, text: str, known: set[str], root: Path = ROOT) -> list[str]:
+    """Clause marks the lint cannot resolve or that are no clause id, and assert tags inside a
+    test function that its marks do not cite, or that are no clause id.
 
-    A tag is a ``clause=`` keyword (a string, or the constant head of an f-string) or a
-    bracketed ``[id: …]`` / ``[id]`` inside a string of the test's body.
+    A mark's arguments are string literals or module-level constants (``_clause_ids``; names
+    imported from another module of the package are read from ``root``). A tag is a ``clause=``
+    keyword (a string, the constant head of an f-string, or such a constant) or a bracketed
+    ``[id: …]`` / ``[id]`` inside a string of the test's body.
     """
     problems = []
-    for function in ast.walk(ast.parse(text)):
+    tree = ast.parse(text)
+    names = _module_constants(tree, root)
+    for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef) or not function.name.startswith("test"):
             continue
-        marks = _marks(function)
-        if not marks:
+        found = _marks(function, names)
+        problems += [f"{path}:{function.lineno}: {problem}" for problem in found.problems]
+        unknown = sorted(cid for cid in found.cited if cid not in known)
+        problems += [f"{path}:{function.lineno}: {function.name}: mark [{cid}] is not a clause id" for cid in unknown]
+        marks = found.cited
+        if not marks or found.open:
             continue
         body = function.body
         if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
@@ -156,6 +264,8 @@ def tag_problems(path: Path, text: str, known: set[str]) -> list[str]:
                 head = _literal_prefix(node.value)
                 if head is not None:
                     tags.extend(t for t in re.split(r"\s*,\s*", head.split(":")[0]) if t)
+                elif isinstance(node.value, ast.Name):
+                    tags.extend(_clause_ids(node.value, names) or ())
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
                 tags.extend(token for _, token in cited_ids(node.value))
             elif isinstance(node, ast.JoinedStr):
@@ -225,7 +335,7 @@ def collected_citations(root: Path = ROOT) -> dict[str, set[str]]:
         def __init__(self) -> None:
             self.index: dict[str, set[str]] = defaultdict(set)
 
-        def pytest_collection_modifyitems(self, items):  # noqa: D401 - a pytest hook
+        def pytest_collection_modifyitems(self, items):  # a pytest hook
             for item in items:
                 test = item.nodeid.split("[")[0]
                 for mark in item.iter_markers("clause"):

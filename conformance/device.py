@@ -63,7 +63,7 @@ import torch
 from zephon import SampleBatch
 
 from batchspec.conformance.functions import BY_TOKEN_FIELDS, FUNCTIONS, placed_functions
-from batchspec.conformance.helpers.asserts import ClauseFailure
+from batchspec.conformance.helpers.asserts import clause_failure
 from batchspec.conformance.helpers.inputs import TOKEN_FIELDS
 
 if TYPE_CHECKING:
@@ -362,10 +362,11 @@ def placed(fn: Callable, name: str, device: str | torch.device) -> Callable:
         placement.mirror(home)
         problems = device_problems(result, expected)
         if problems:
-            raise ClauseFailure(
-                f"[tb-device] {name} returned tensors off the device of its inputs (the suite ran it with its "
-                f"inputs on {target}, --device): {'; '.join(problems)}",
-                "tb-device",
+            raise clause_failure(
+                f"{name} returned tensors off the device of its inputs (the suite ran it with its inputs on "
+                f"{target}, --device)",
+                clause="tb-device",
+                details=f": {'; '.join(problems)}",
             )
         return placement.result(result, home)
 

@@ -22,7 +22,7 @@ def test_without_eligibility_returns_the_mapping_with_ids_of_their_own(backend):
     out = backend.adapt_model_inputs(batch)
     check(
         out is batch,
-        "adapt_model_inputs must return the same mapping object [adapt-attention-ids]",
+        "adapt_model_inputs must return the same mapping object",
         clause="adapt-attention-ids",
     )
     out["attention_document_ids"].fill_(9)  # the call is done: a change now is shared storage, not a mutation

@@ -27,7 +27,7 @@ import pytest
 import torch
 
 from batchspec.conformance.golden.stored import EXAMPLE, stored_expected, stored_inputs, stored_rows
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
+from batchspec.conformance.helpers.asserts import assert_tensor_equal, clause_failure
 from batchspec.conformance.helpers.inputs import (
     Contract,
     Row,
@@ -65,9 +65,10 @@ def _assert_on(device: torch.device | str, value: Any, *, call: str) -> None:
     want = torch.device(device)
     wrong = {path: str(t.device) for path, t in tensors_in(value).items() if t.device != want}
     if wrong:
-        raise ClauseFailure(
-            f"tensors {wrong} are not on {want}, but should be (the device of the inputs) [tb-device: {call}]",
-            "tb-device",
+        raise clause_failure(
+            f"tensors {wrong} are not on {want}, but should be (the device of the inputs)",
+            clause="tb-device",
+            call=call,
         )
 
 
@@ -75,7 +76,7 @@ def _assert_no_pairs(pairs: list[tuple[str, str]], what: str, *, call: str) -> N
     __tracebackhide__ = True
     if pairs:
         shown = ", ".join(f"{a} and {b}" for a, b in pairs)
-        raise ClauseFailure(f"{shown} share storage, but {what} [tb-no-aliasing: {call}]", "tb-no-aliasing")
+        raise clause_failure(f"{shown} share storage, but {what}", clause="tb-no-aliasing", call=call)
 
 
 def _returned_tensors(out: Mapping[str, Any]) -> dict[str, torch.Tensor]:
@@ -135,11 +136,11 @@ def test_positions_follow_the_token_fields(backend, device, forms):
     call = f"convert_text_batch(worked example A, token fields as {tokens_form}, positions as {positions_form} on {device})"
     try:
         out = backend.convert_text_batch(batch, Contract(), IGNORE_INDEX, False, False)
-    except Exception as error:  # noqa: BLE001 - any refusal of the positions' form is the failure
-        raise ClauseFailure(
-            f"raised {type(error).__name__}({error}), but should take positions in any form and move them "
-            f"[tb-device: {call}]",
-            "tb-device",
+    except Exception as error:  # any refusal of the positions' form is the failure
+        raise clause_failure(
+            f"raised {type(error).__name__}({error}), but should take positions in any form and move them",
+            clause="tb-device",
+            call=call,
         ) from error
     _assert_on(device if tokens_form == "tensor" else "cpu", out, call=call)
     assert_tensor_equal(

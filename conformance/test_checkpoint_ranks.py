@@ -122,13 +122,13 @@ def test_f18_dp4_all_ranks_identical_state_and_exact_resume(run, f18_dp4_saved):
     got = [flat(r["uninterrupted"]) for r in saved]
     check(
         got == F18_DP4,
-        f"F18's uninterrupted 4-rank run is {F18_DP4}, got {got} [state-multirank-resume]",
+        f"F18's uninterrupted 4-rank run is {F18_DP4}, got {got}",
         clause="state-multirank-resume",
     )
     got = [flat(r["batches"]) for r in saved]
     check(
         got == [[lst[0]] for lst in F18_DP4],
-        f"each rank's first batch: {got} [state-multirank-resume]",
+        f"each rank's first batch: {got}",
         clause="state-multirank-resume",
     )
     assert_identical_states(workdir, "dp4-save", saved, {"world_size": 4, "dp_degree": 4, "canonical_replicas": 4})
@@ -160,7 +160,7 @@ def test_f18_dp4_state_resumed_on_dp2(run, f18_dp4_saved):
         check(
             got == expected,
             f"F18: rank {rank} of 2 read {flat(per_rank[rank])} in global steps 2-4 ({got}), but should read the "
-            f"rows of its lanes {expected} (order inside a step is free) [state-elastic-resume]",
+            f"rows of its lanes {expected} (order inside a step is free)",
             clause="state-elastic-resume",
         )
 
@@ -181,7 +181,7 @@ def test_f18_ranks_at_different_cursors(run, tmp_path):
         prefix = F18_CURSOR_UNINTERRUPTED[rank][: F18_CURSOR_TAKE[rank]]
         check(
             flat(result["batches"]) == prefix,
-            f"F18: rank {rank} read {flat(result['batches'])} before saving, expected {prefix} [state-multirank-resume]",
+            f"F18: rank {rank} read {flat(result['batches'])} before saving, expected {prefix}",
             clause="state-multirank-resume",
         )
     assert_identical_states(tmp_path, "cursor-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 2})
@@ -231,7 +231,7 @@ def test_corpus_dp2_mid_step_at_different_cursors_resumes_each_rank(run, tmp_pat
         check(
             result["batches"] == result["uninterrupted"][: take[rank]],
             f"rank {rank}: the first {take[rank]} batches differ from its uninterrupted run at "
-            f"{difference(result['batches'], result['uninterrupted'][: take[rank]])} [state-multirank-resume]",
+            f"{difference(result['batches'], result['uninterrupted'][: take[rank]])}",
             clause="state-multirank-resume",
         )
     assert_identical_states(tmp_path, "dp2-save", saved, {"world_size": 2, "dp_degree": 2, "canonical_replicas": 4})
@@ -263,13 +263,12 @@ def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_
         check(
             first["uninterrupted"] == second["uninterrupted"],
             f"DP group {group}: TP peers (ranks {2 * group}, {2 * group + 1}) read different streams, first at "
-            f"{difference(second['uninterrupted'], first['uninterrupted'])} [state-tp-peers]",
+            f"{difference(second['uninterrupted'], first['uninterrupted'])}",
             clause="state-tp-peers",
         )
         check(
             first["batches"] == second["batches"] == first["uninterrupted"][:k],
-            f"DP group {group}: the peers' first {k} batches differ from each other or from the group's stream "
-            "[state-tp-peers]",
+            f"DP group {group}: the peers' first {k} batches differ from each other or from the group's stream",
             clause="state-tp-peers",
         )
     group_rows = [flat(results[rank]["uninterrupted"]) for rank in (0, 2)]
@@ -278,7 +277,7 @@ def test_corpus_dp2_tp2_peers_identical_batches_and_state(run, tmp_path, corpus_
         not set(group_rows[0]) & set(group_rows[1]) and sorted(group_rows[0] + group_rows[1]) == sorted(all_rows),
         f"the two DP groups read {len(group_rows[0])} and {len(group_rows[1])} rows "
         f"({len(set(group_rows[0]) & set(group_rows[1]))} shared); together they must read each of the corpus's "
-        f"{len(all_rows)} packed rows once [state-tp-peers]",
+        f"{len(all_rows)} packed rows once",
         clause="state-tp-peers",
     )
     assert_identical_states(tmp_path, "dp2tp2", results, {"world_size": 4, "dp_degree": 2, "canonical_replicas": 4})
@@ -312,7 +311,7 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
     reference = windows(lanes, 1)
     check(
         windows([r["batches"] for r in start], 1) == reference[:1],
-        "the first global step of the saving 4-rank run differs from the uninterrupted run [state-elastic-resume]",
+        "the first global step of the saving 4-rank run differs from the uninterrupted run",
         clause="state-elastic-resume",
     )
 
@@ -340,7 +339,7 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
             check(
                 have == want,
                 f"{name}: global step {step + offset + 1} holds rows {rows_of(have)}, but should hold "
-                f"{rows_of(want)} as in the uninterrupted run [state-elastic-resume]",
+                f"{rows_of(want)} as in the uninterrupted run",
                 clause="state-elastic-resume",
             )
         if name == "elastic-dp2":  # lane ownership: rank r owns lanes 2r and 2r + 1
@@ -349,7 +348,7 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
                 check(
                     sorted(flat(per_rank[rank])) == want,
                     f"after 4 -> 2 ranks, rank {rank} must read the rows of lanes {2 * rank} and {2 * rank + 1} "
-                    "(contiguous lane mapping) [state-elastic-resume]",
+                    "(contiguous lane mapping)",
                     clause="state-elastic-resume",
                 )
         if save:
@@ -364,7 +363,7 @@ def test_corpus_elastic_4_2_1_2_keeps_each_global_step(run, corpus_dp4_saved):
         not duplicated and sorted(seen) == sorted(all_rows),
         f"over the elastic run the ranks read {len(seen)} rows ({len(duplicated)} more than once, "
         f"{len(set(all_rows) - set(seen))} never); every one of the {len(all_rows)} packed rows must appear exactly "
-        "once [state-elastic-resume]",
+        "once",
         clause="state-elastic-resume",
     )
 
@@ -402,37 +401,41 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
     ranks_text = "\n".join(summary(r) for r in results)
     check(
         results[3]["error"] is None and "state_sha256" not in results[3],
-        f"rank 3 (which skips state_dict()) must run without error [state-collective-all-ranks]:\n{ranks_text}",
+        "rank 3 (which skips state_dict()) must run without error",
         clause="state-collective-all-ranks",
+        details=f":\n{ranks_text}",
     )
     for result in results[:3]:
         error = result["error"] or ""
         check(
             error,
             f"rank {result['rank']}: state_dict() returned instead of raising TimeoutError, although TP peer rank 3 "
-            f"never called it [state-collective-all-ranks, state-collective-timeout]:\n{ranks_text}",
+            "never called it",
             clause="state-collective-all-ranks, state-collective-timeout",
+            details=f":\n{ranks_text}",
         )
         check(
             result["error_is_timeout"],
             f"rank {result['rank']} raised {result['error_type']}: {result['error_message'][:500]!r}, but must raise "
-            f"TimeoutError (or a subclass) [state-collective-timeout]:\n{error[-1500:]}",
+            "TimeoutError (or a subclass)",
             clause="state-collective-timeout",
+            details=f":\n{error[-1500:]}",
         )
         check(
             result["state_seconds"] < timeout_s + 15,
             f"rank {result['rank']} waited {result['state_seconds']}s in state_dict() with aggregate_timeout_s="
-            f"{timeout_s} [state-collective-timeout]",
+            f"{timeout_s}",
             clause="state-collective-timeout",
         )
     check(
         returncode != 0,
-        f"the job must fail when rank 3 never calls state_dict() [state-collective-all-ranks]:\n{ranks_text}\n{output}",
+        "the job must fail when rank 3 never calls state_dict()",
         clause="state-collective-all-ranks",
+        details=f":\n{ranks_text}\n{output}",
     )
     check(
         elapsed < 60,
-        f"the job took {elapsed:.1f}s; it must fail within 60s [state-collective-timeout]",
+        f"the job took {elapsed:.1f}s; it must fail within 60s",
         clause="state-collective-timeout",
     )
     # Rank 0 collects the shards: "... waiting for checkpoint shards: Missing ranks=[3]" (Zephon
@@ -442,7 +445,7 @@ def test_missing_tp_peer_fails_within_bound(run, tmp_path):
     leader = results[0]["error_message"]
     check(
         names(leader, 3),
-        f"rank 0's error must name the missing rank 3 (e.g. 'missing ranks=[3]') [state-collective-timeout]: "
-        f"{leader[:800]}",
+        "rank 0's error must name the missing rank 3 (e.g. 'missing ranks=[3]')",
         clause="state-collective-timeout",
+        details=f": {leader[:800]}",
     )

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from batchspec.conformance.golden.stored import stored_inputs, stored_options
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_keys, assert_raises, check
+from batchspec.conformance.helpers.asserts import assert_keys, assert_raises, check, clause_failure
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
 from batchspec.conformance.helpers.storage import input_state, state_changes
 
@@ -44,9 +44,7 @@ def test_default_collater_scalar_fields_are_stacked(backend, values, want):
     assert_keys(out, ["input_ids", "score", "padding_mask"], clause="dcoll-fields", call=call)
     score = out["score"]
     if not isinstance(score, torch.Tensor) or tuple(score.shape) != (2,) or score.tolist() != want:
-        raise ClauseFailure(
-            f"score={score!r}, but should be a [2] tensor {want} [dcoll-fields: {call}]", "dcoll-fields"
-        )
+        raise clause_failure(f"score={score!r}, but should be a [2] tensor {want}", clause="dcoll-fields", call=call)
 
 
 @pytest.mark.requires("collaters")
@@ -60,13 +58,14 @@ def test_default_collater_never_stacks_bools_as_scalars(backend):
     call = "default_collater([{flag: True}, {flag: False}])"
     try:
         out = backend.default_collater(batch)
-    except Exception:  # noqa: BLE001 - any error: SPEC leaves the list path's errors open here
+    except Exception:  # any error: SPEC leaves the list path's errors open here
         return
     flag = out.get("flag") if isinstance(out, dict) else None
     if isinstance(flag, torch.Tensor) and tuple(flag.shape) == (2,):
-        raise ClauseFailure(
-            f"flag={flag!r}: bools stacked to [2] as scalars, but bool is not a scalar [dcoll-fields: {call}]",
-            "dcoll-fields",
+        raise clause_failure(
+            f"flag={flag!r}: bools stacked to [2] as scalars, but bool is not a scalar",
+            clause="dcoll-fields",
+            call=call,
         )
 
 
@@ -79,7 +78,7 @@ def test_default_collater_keyerror_is_the_missing_key(backend):
     error = assert_raises(KeyError, (), backend.default_collater, batch, clause="dcoll-fields")
     check(
         error.args == ("labels",),
-        f"KeyError{error.args!r}, but should be KeyError('labels') [dcoll-fields]",
+        f"KeyError{error.args!r}, but should be KeyError('labels')",
         clause="dcoll-fields",
     )
 
@@ -92,7 +91,7 @@ def test_default_collater_keyerror_is_the_missing_key(backend):
 def test_thd_collater_of_an_empty_batch_is_a_dict(backend):
     """An empty batch gives a dict (golden case test_thd_collater_of_an_empty_batch: ``{}``)."""
     out = backend.packed_sequence_thd_collater(stored_inputs("test_thd_collater_of_an_empty_batch")["batch"])
-    check(isinstance(out, dict), f"{out!r}, but should be a dict [thdcoll-prepacked]", clause="thdcoll-prepacked")
+    check(isinstance(out, dict), f"{out!r}, but should be a dict", clause="thdcoll-prepacked")
 
 
 # --- pack_features_for_thd -----------------------------------------------------------------------
@@ -112,13 +111,15 @@ def test_pack_features_for_thd_gives_plain_lists_of_their_own(backend, name):
     for key, value in out.items():
         check(
             type(value) is list and all(type(x) is int for x in value),
-            f"{key}={value!r}, but should be a plain list of ints [pack-features: {call}]",
+            f"{key}={value!r}, but should be a plain list of ints",
             clause="pack-features",
+            call=call,
         )
     check(
         out["seq_lens_padded"] is not out["seq_lens"],
-        f"seq_lens_padded is the same list object as seq_lens, but should be a copy [pack-features: {call}]",
+        "seq_lens_padded is the same list object as seq_lens, but should be a copy",
         clause="pack-features",
+        call=call,
     )
 
 
@@ -250,11 +251,11 @@ def _assert_untouched(function, value, *args, call: str, **kwargs) -> None:
     function(value, *args, **kwargs)
     changes = state_changes(before, input_state(value, "batch"))
     if changes:
-        raise ClauseFailure(
-            f"{call} modified its input, but should leave it untouched (D-6):\n  "
-            + "\n  ".join(changes[:8])
-            + f"\n[collaters-no-mutation: {call}]",
-            "collaters-no-mutation",
+        raise clause_failure(
+            f"{call} modified its input, but should leave it untouched (D-6)",
+            clause="collaters-no-mutation",
+            call=call,
+            details=":\n  " + "\n  ".join(changes[:8]),
         )
 
 

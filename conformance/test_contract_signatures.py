@@ -39,7 +39,7 @@ def _lookup(backend, name: str):
 def test_signature_is_the_specs(backend, name):
     problems = signature_problems(name, _lookup(backend, name))
     tags = ", ".join(("api-signatures", *EXTRA_CLAUSES.get(name, ())))
-    check(not problems, "\n".join(f"{problem} [{tags}: {name}]" for problem in problems), clause=tags)
+    check(not problems, "; ".join(problems), clause=tags, call=name)
 
 
 # the names whose signature has an output_format parameter, and its default in SPEC's table
@@ -71,7 +71,7 @@ def test_the_format_parameter_defaults_to_batched_where_it_has_a_default(backend
     shown = {id(REQUIRED): "no default"}
     check(
         parameter is not None and (got is REQUIRED if want is REQUIRED else got == want),
-        f"{name}: output_format has {shown.get(id(got), repr(got))}, but should have "
-        f"{shown.get(id(want), repr(want))} [types-output-format, api-signatures: {name}]",
+        f"{name}: output_format has {shown.get(id(got), repr(got))}, but should have {shown.get(id(want), repr(want))}",
         clause="types-output-format",
+        call=name,
     )

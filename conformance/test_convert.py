@@ -34,20 +34,20 @@ def test_example_input_is_not_mutated(backend):
     for (payload, tags), record in zip(before, sb.records):
         check(
             record.payload["input_ids"] == payload["input_ids"],
-            "payload input_ids changed [ctb-no-mutation]",
+            "payload input_ids changed",
             clause="ctb-no-mutation",
         )
         check(
             np.array_equal(record.payload["positions"], payload["positions"]),
-            "payload positions changed [ctb-no-mutation]",
+            "payload positions changed",
             clause="ctb-no-mutation",
         )
         check(
             record.payload["positions"].dtype == np.int32,
-            "payload positions dtype changed [ctb-no-mutation]",
+            "payload positions dtype changed",
             clause="ctb-no-mutation",
         )
-        check(record.meta.tags == tags, "meta tags changed [ctb-no-mutation]", clause="ctb-no-mutation")
+        check(record.meta.tags == tags, "meta tags changed", clause="ctb-no-mutation")
 
 
 @pytest.mark.requires("convert_text_batch")

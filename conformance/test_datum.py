@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 from batchspec.conformance.golden.inputs import build_datum
 from batchspec.conformance.golden.stored import stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import (
-    ClauseFailure,
     assert_batch_equal,
     assert_keys,
     assert_raises,
     assert_tensor_equal,
     check,
+    clause_failure,
 )
 from batchspec.conformance.helpers.datums import (
     DatumCase,
@@ -59,13 +59,12 @@ def test_datum_is_a_dataclass_holding_exactly_the_given_keys(backend):
     d = build_datum(backend, spec)
     check(
         dataclasses.is_dataclass(d),
-        f"Datum is {type(d).__name__}, but should be a dataclass [datum-construct]",
+        f"Datum is {type(d).__name__}, but should be a dataclass",
         clause="datum-construct",
     )
     check(
         sorted(d.loss_fn_inputs) == sorted(spec["loss_fn_inputs"]),
-        f"loss_fn_inputs keys {sorted(d.loss_fn_inputs)}, but should be the given {sorted(spec['loss_fn_inputs'])} "
-        "[datum-construct]",
+        f"loss_fn_inputs keys {sorted(d.loss_fn_inputs)}, but should be the given {sorted(spec['loss_fn_inputs'])}",
         clause="datum-construct",
     )
 
@@ -88,19 +87,19 @@ def test_datum_default_loss_fn_inputs_is_its_own_dict(backend):
     a, b = backend.Datum([1, 2]), backend.Datum([3])
     check(
         a.loss_fn_inputs == {} and b.loss_fn_inputs == {},
-        f"default loss_fn_inputs {a.loss_fn_inputs!r}, but should be {{}} [datum-construct]",
+        f"default loss_fn_inputs {a.loss_fn_inputs!r}, but should be {{}}",
         clause="datum-construct",
     )
     check(
         a.loss_fn_inputs is not b.loss_fn_inputs,
-        "two Datums share one default dict [datum-construct]",
+        "two Datums share one default dict",
         clause="datum-construct",
     )
     a.loss_fn_inputs["weights"] = torch.tensor([1, 1])
     for other in (b, backend.Datum([4])):
         check(
             "weights" not in other.loss_fn_inputs,
-            "adding a key to one Datum's default loss_fn_inputs shows up in another [datum-construct]",
+            "adding a key to one Datum's default loss_fn_inputs shows up in another",
             clause="datum-construct",
         )
 
@@ -133,9 +132,10 @@ def test_to_features_gives_plain_lists_of_python_ints(backend, name):
     call = f"golden case {name}: Datum(...).to_features({options})"
     for key, value in out.items():
         if type(value) is not list or any(type(x) is not int for x in value):
-            raise ClauseFailure(
-                f"to_features()[{key!r}]={value!r}, but should be a plain list of Python ints [datum-to-features: {call}]",
-                "datum-to-features",
+            raise clause_failure(
+                f"to_features()[{key!r}]={value!r}, but should be a plain list of Python ints",
+                clause="datum-to-features",
+                call=call,
             )
 
 
@@ -166,9 +166,10 @@ def _assert_datums_unchanged(before: list[dict], datums, *, clause: str, call: s
         now = _datum_state(d)
         for part in then:
             if now[part] != then[part]:
-                raise ClauseFailure(
-                    f"datums[{index}] {part} changed: {now[part]!r}, but should be {then[part]!r} [{clause}: {call}]",
-                    clause,
+                raise clause_failure(
+                    f"datums[{index}] {part} changed: {now[part]!r}, but should be {then[part]!r}",
+                    clause=clause,
+                    call=call,
                 )
 
 
@@ -198,7 +199,7 @@ def test_padded_targets_on_datum0_only_raises_keyerror_labels(backend):
     error = assert_raises(KeyError, (), backend.collate_datums, datums, clause="collate-errors")
     check(
         error.args == ("labels",),
-        f"KeyError{error.args!r}, but should be KeyError('labels') [collate-errors]",
+        f"KeyError{error.args!r}, but should be KeyError('labels')",
         clause="collate-errors",
     )
 
@@ -282,9 +283,10 @@ def test_padded_collation_invariants(backend, data):
     )
     for b, t in enumerate(len(x) for x in case.ids):
         if bool(out["padding_mask"][b, :t].any()):
-            raise ClauseFailure(
-                f"padding_mask[{b}, :{t}] has True on a real token [collate-padding-by-position: {call}]",
-                "collate-padding-by-position",
+            raise clause_failure(
+                f"padding_mask[{b}, :{t}] has True on a real token",
+                clause="collate-padding-by-position",
+                call=call,
             )
 
 
@@ -327,24 +329,26 @@ def test_zero_weight_means_ignore_index_in_both_modes(backend, data):
                 target = case.lfi[b]["target_tokens"][i]
                 if w[i] == 0:
                     if label != case.ignore_index:
-                        raise ClauseFailure(
+                        raise clause_failure(
                             f"labels[{row}, {col}]={label} where datum {b}'s weight {i} is 0, but should be "
-                            f"ignore_index {case.ignore_index} [collate-weights: {call}]",
-                            "collate-weights",
+                            f"ignore_index {case.ignore_index}",
+                            clause="collate-weights",
+                            call=call,
                         )
                     per_token = weights.dim() == 2
                     value = float(weights[row, col]) if per_token else float(weights[b])
                     if value != 0.0:
-                        raise ClauseFailure(
+                        raise clause_failure(
                             f"weights side input {value} where labels[{row}, {col}] is ignored for a zero weight, "
-                            f"but should be 0 [collate-weights: {call}]",
-                            "collate-weights",
+                            "but should be 0",
+                            clause="collate-weights",
+                            call=call,
                         )
                 elif label != target:
-                    raise ClauseFailure(
-                        f"labels[{row}, {col}]={label}, but should be datum {b}'s own target {target} "
-                        f"[collate-weights: {call}]",
-                        "collate-weights",
+                    raise clause_failure(
+                        f"labels[{row}, {col}]={label}, but should be datum {b}'s own target {target}",
+                        clause="collate-weights",
+                        call=call,
                     )
             offset += t
 
@@ -410,13 +414,15 @@ def test_datum_leaves_the_callers_loss_fn_inputs_unchanged(backend):
     call = f"Datum({spec['input_ids']}, {values})"
     check(
         given == values,
-        f"the caller's loss_fn_inputs became {given!r}, but should be unchanged [datum-construct: {call}]",
+        f"the caller's loss_fn_inputs became {given!r}, but should be unchanged",
         clause="datum-construct",
+        call=call,
     )
     check(
         all(given[k] is v for k, v in objects.items()),
-        f"the caller's loss_fn_inputs values were replaced [datum-construct: {call}]",
+        "the caller's loss_fn_inputs values were replaced",
         clause="datum-construct",
+        call=call,
     )
 
 
@@ -430,12 +436,14 @@ def test_datum_holds_a_mapping_of_its_own_even_when_every_value_is_a_tensor(back
     call = "Datum(tensor([3,4,5]), {target_tokens: tensor, weights: tensor})"
     check(
         d.loss_fn_inputs is not given,
-        f"the Datum keeps the caller's loss_fn_inputs dict itself [datum-construct: {call}]",
+        "the Datum keeps the caller's loss_fn_inputs dict itself",
         clause="datum-construct",
+        call=call,
     )
     d.loss_fn_inputs["advantages"] = torch.tensor(0.5)
     check(
         sorted(given) == ["target_tokens", "weights"],
-        f"the caller's loss_fn_inputs gained {sorted(set(given) - {'target_tokens', 'weights'})} [datum-construct: {call}]",
+        f"the caller's loss_fn_inputs gained {sorted(set(given) - {'target_tokens', 'weights'})}",
         clause="datum-construct",
+        call=call,
     )

@@ -38,7 +38,7 @@ from batchspec.conformance.golden.stored import stored_inputs
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import assert_raises, assert_tensor_equal, call_valid
 from batchspec.conformance.helpers.inputs import Contract, sample_batch
-from batchspec.conformance.helpers.invariants import check_converted_batch
+from batchspec.conformance.helpers.invariants import CONVERTED_BATCH_CLAUSES, check_converted_batch
 
 TORCH_PAYLOAD_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 NUMPY_PAYLOAD_DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
@@ -65,24 +65,7 @@ def _dtype_name(dtype: Any) -> str:
     return str(dtype) if isinstance(dtype, torch.dtype) else f"np.{np.dtype(dtype).name}"
 
 
-@pytest.mark.clause(
-    "tb-shapes",
-    "tb-dtypes",
-    "ctb-shift",
-    "ctb-positions",
-    "ctb-padding-labels",
-    "ctb-padding-mask",
-    "ctb-cross-document-targets",
-    "ctb-segment-starts",
-    "ctb-document-ids",
-    "ctb-attention-ids",
-    "ctb-ignore-index",
-    "batched-packed-seq-ids",
-    "batched-block-causal",
-    "batched-document-ids-mask",
-    "batched-metadata",
-    "ctb-input-errors",
-)
+@pytest.mark.clause(*CONVERTED_BATCH_CLAUSES)
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
 def test_convert_text_batch_on_payload_fields_of_any_integer_dtype(backend, data):

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from batchspec.conformance.golden.blame import binary_mask, blame
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal, call_valid
+from batchspec.conformance.helpers.asserts import assert_tensor_equal, call_valid, clause_failure
 from batchspec.conformance.helpers.invariants import expected_packed_metadata, expected_unpad_data
 
 NARROW_MASK_DTYPES = (torch.uint8, torch.int8, torch.int16)
@@ -92,8 +92,8 @@ def assert_outputs(function: str, out: Mapping[str, Any], want: Mapping[str, Any
         if isinstance(value, torch.Tensor):
             assert_tensor_equal(key, got, value, clause=clause, call=call)
         elif type(got) is not int or got != value:
-            raise ClauseFailure(
-                f"{key}={got!r} ({type(got).__name__}), but should be int {value} [{clause}: {call}]", clause
+            raise clause_failure(
+                f"{key}={got!r} ({type(got).__name__}), but should be int {value}", clause=clause, call=call
             )
 
 
@@ -111,9 +111,10 @@ def test_get_unpad_data_on_uint8_int8_int16_masks(backend, data):
     want = dict(zip(("indices", "cu_seqlens", "max_seqlen"), expected_unpad_data(mask.tolist(), binary=binary)))
     out = call_valid(backend.get_unpad_data, mask, clause="unpad-errors", call=call)
     if not isinstance(out, tuple) or len(out) != 3:
-        raise ClauseFailure(
-            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]",
-            "unpad-outputs",
+        raise clause_failure(
+            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple",
+            clause="unpad-outputs",
+            call=call,
         )
     assert_outputs("get_unpad_data", dict(zip(want, out)), want, mask, UNPAD_CLAUSES, call)
 
@@ -127,7 +128,7 @@ def test_build_packed_sequence_metadata_on_uint8_int8_int16_masks(backend, data)
     want = expected_packed_metadata(mask.tolist())
     out = call_valid(backend.build_packed_sequence_metadata, mask, clause="meta-errors", call=call)
     if not isinstance(out, Mapping):
-        raise ClauseFailure(
-            f"returned {type(out).__name__}, but should return a mapping [meta-indices: {call}]", "meta-indices"
+        raise clause_failure(
+            f"returned {type(out).__name__}, but should return a mapping", clause="meta-indices", call=call
         )
     assert_outputs("build_packed_sequence_metadata", out, want, mask, META_CLAUSES, call)

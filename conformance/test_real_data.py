@@ -86,7 +86,7 @@ def test_corpus_batches_satisfy_the_contract(backend, tmp_path, config):
                     check(
                         text in corpus,
                         f"row {b} subdocument {document} of {call} decodes to {text[:120]!r}..., "
-                        "which does not occur in the corpus [real-data-pipeline]",
+                        "which does not occur in the corpus",
                         clause="real-data-pipeline",
                     )
                     documents_seen += 1

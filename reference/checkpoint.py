@@ -202,16 +202,22 @@ def _parse_body(raw: bytes) -> dict:
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ValueError(f"malformed body: not UTF-8 JSON ({type(error).__name__}: {error})") from None
     if not isinstance(body, dict):
-        raise ValueError(f"malformed body: must be a JSON object, got {type(body).__name__}")  # noqa: TRY004 - SPEC: ValueError
+        raise ValueError(f"malformed body: must be a JSON object, got {type(body).__name__}")  # SPEC: ValueError
     if sorted(body) != sorted(_BODY_KEYS):
         raise ValueError(f"malformed body: keys must be exactly {list(_BODY_KEYS)}, got {sorted(body)}")
     if not isinstance(body["fingerprint"], str):
-        raise ValueError(f"malformed body: fingerprint must be a string, got {type(body['fingerprint']).__name__}")  # noqa: TRY004 - SPEC: ValueError
+        raise ValueError(
+            f"malformed body: fingerprint must be a string, got {type(body['fingerprint']).__name__}"
+        )  # SPEC: ValueError
     if not isinstance(body["state"], dict):
-        raise ValueError(f"malformed body: state must be an object, got {type(body['state']).__name__}")  # noqa: TRY004 - SPEC: ValueError
+        raise ValueError(
+            f"malformed body: state must be an object, got {type(body['state']).__name__}"
+        )  # SPEC: ValueError
     topology = body["topology"]
     if not isinstance(topology, dict):
-        raise ValueError(f"malformed body: topology must be an object, got {type(topology).__name__}")  # noqa: TRY004 - SPEC: ValueError
+        raise ValueError(
+            f"malformed body: topology must be an object, got {type(topology).__name__}"
+        )  # SPEC: ValueError
     if sorted(topology) != sorted(_TOPOLOGY_KEYS):
         raise ValueError(
             f"malformed body: topology keys must be exactly {list(_TOPOLOGY_KEYS)}, got {sorted(topology)}"
@@ -280,7 +286,7 @@ def _attribute(obj: Any, name: str) -> Any:
     """``obj.name`` as a JSON scalar, ``None`` when absent or unreadable."""
     try:
         return _scalar(getattr(obj, name, None))
-    except Exception:  # noqa: BLE001 - a property that cannot be read describes nothing
+    except Exception:  # a property that cannot be read describes nothing
         return None
 
 

@@ -203,7 +203,9 @@ class ZephonDataLoader(Iterator[TrainingBatch]):
         if self._started:
             raise RuntimeError("load_state_dict() must be called before iteration starts; this loader already started")
         if not isinstance(state, Mapping):
-            raise ValueError(f"state must be a Mapping with a 'zephon' key, got {type(state).__name__}")  # noqa: TRY004 - SPEC: ValueError
+            raise ValueError(
+                f"state must be a Mapping with a 'zephon' key, got {type(state).__name__}"
+            )  # SPEC: ValueError
         if "zephon" not in state:
             raise ValueError(f"state must hold a 'zephon' key, got keys {sorted(map(str, state))}")
         data = state["zephon"]

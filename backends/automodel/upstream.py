@@ -47,9 +47,11 @@ def _transformers_stub() -> Iterator[None]:
         return
     package = types.ModuleType("transformers")
     masking_utils = types.ModuleType("transformers.masking_utils")
-    masking_utils.create_causal_mask = _stub_mask_function("create_causal_mask")
-    masking_utils.create_sliding_window_causal_mask = _stub_mask_function("create_sliding_window_causal_mask")
-    package.masking_utils = masking_utils
+    masking_utils.__dict__.update(
+        create_causal_mask=_stub_mask_function("create_causal_mask"),
+        create_sliding_window_causal_mask=_stub_mask_function("create_sliding_window_causal_mask"),
+    )
+    package.__dict__["masking_utils"] = masking_utils
     saved = {name: sys.modules.get(name) for name in ("transformers", "transformers.masking_utils")}
     sys.modules["transformers"] = package
     sys.modules["transformers.masking_utils"] = masking_utils

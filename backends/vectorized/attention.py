@@ -116,7 +116,7 @@ def enable_xdoc_attention(batch: dict, packing_contract: Any) -> dict:
     values = torch.stack(reads).tolist()
     if values[0]:
         raise ValueError("position_ids: every position must be >= 0 (subdocument-local coordinates)")
-    if len(values) > 1 and values[1] >= bound:
+    if bound is not None and len(values) > 1 and values[1] >= bound:
         raise xdoc_bound_error(values[1], bound)
 
     batch["attention_document_ids"] = (attention_document_ids > 0).to(torch.int64)

@@ -7,7 +7,7 @@ ctb-input-errors]).
 from __future__ import annotations
 
 import array
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import torch
@@ -18,7 +18,7 @@ from batchspec.reference.contract import INT64_MAX
 __all__ = ["RecordRows", "as_batch", "ingest_field", "is_int", "place_rows", "read_records"]
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

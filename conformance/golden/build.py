@@ -49,7 +49,7 @@ def _expected(case: Case, reference: Any, where: str) -> tuple[Any, list[str] | 
         return None, None
     try:
         output, mutated = call(reference, case.function, case.inputs, case.options)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         raise GoldenError(
             f"case {where}: the reference raised {type(error).__name__}: {error} (a call that must raise is a "
             "canon case with error=(type, facts); a scripted case records errors only when it declares "

@@ -63,7 +63,7 @@ def run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> tu
                 outcomes.append(next(loader))
             except StopIteration:
                 outcomes.append("StopIteration")
-            except Exception as error:  # noqa: BLE001 - recorded and compared
+            except Exception as error:  # recorded and compared
                 # The type, and whether it is the injected exception itself [loader-failure-closes];
                 # never the message, which is not normative text.
                 outcomes.append(

@@ -183,7 +183,7 @@ def _run_case(impl: Any, case: StoredCase) -> None:
     output, mutated = call(impl, case.function, case.inputs, record["options"])
     spec = adapter(case.function)
     no_mutation = list(spec.no_mutation) or [c for c in case.clauses if c.endswith("no-mutation")] or list(case.clauses)
-    check(not mutated, f"inputs modified: {mutated} [{', '.join(no_mutation)}: {call_text}]", clause=no_mutation)
+    check(not mutated, f"inputs modified: {mutated}", clause=no_mutation, call=call_text)
     batch = case.function == "convert_text_batch"
     if record["keys"] is not None:
         key_set = "tb-keys" if batch else ",".join(KEY_SET_CLAUSES.get(case.function, case.clauses))

@@ -6,7 +6,7 @@ listed, with a summary (shape, dtype) of both tensors. Integer tensors must matc
 dtype included. ``assert_equal`` compares whole nested outputs (the golden cases') the same way.
 
 An expected error is checked by type (subclasses allowed) and by the facts its message must
-name (``names``): SPEC 1.0 makes no error sentence normative.
+name (``names``): SPEC.md ("Conformance", **Errors**) makes no error sentence normative.
 
 Every failing check raises ``ClauseFailure``, an ``AssertionError`` that carries the ids of the
 clauses it failed on; the plugin blames a failure on them (read from the exception, never from
@@ -38,11 +38,13 @@ __all__ = [
     "assert_tensor_equal",
     "call_valid",
     "check",
+    "clause_failure",
     "missing_facts",
     "names",
     "skip",
     "skip_reason",
     "summary",
+    "tag",
     "valid_input",
 ]
 
@@ -91,12 +93,27 @@ class SuiteError(Exception):
     cannot judge the backend on this test, so no clause is blamed."""
 
 
-def check(condition: Any, message: str, *, clause: str | Iterable[str]) -> None:
-    """``check(ok, "...", clause="ctb-shift")`` is ``assert ok, "..."``, raising ``ClauseFailure``
-    blamed on ``clause`` (see ``ClauseFailure``)."""
+def tag(clause: str | Iterable[str], call: str = "") -> str:
+    """The clause tag that ends a failure's headline: ``[ctb-shift]``, or ``[ctb-shift: <call>]``
+    naming the call that failed; several clauses are joined by commas, a string is shown as given."""
+    shown = clause if isinstance(clause, str) else ", ".join(clause)
+    return f"[{shown}: {call}]" if call else f"[{shown}]"
+
+
+def clause_failure(message: str, *, clause: str | Iterable[str], call: str = "", details: str = "") -> ClauseFailure:
+    """The ``ClauseFailure`` blamed on ``clause`` whose message is ``message``, the clause tag
+    (``tag(clause, call)``) and ``details`` (raw text after the tag, e.g. ``":\n<rank output>"``):
+    a check names its clause once, in ``clause=``, never in ``message``."""
+    headline = f"{message} {tag(clause, call)}" if message else tag(clause, call)
+    return ClauseFailure(headline + details, clause)
+
+
+def check(condition: Any, message: str, *, clause: str | Iterable[str], call: str = "", details: str = "") -> None:
+    """``check(ok, "...", clause="ctb-shift")`` is ``assert ok, "... [ctb-shift]"``, raising the
+    ``ClauseFailure`` blamed on ``clause`` (see ``clause_failure``, which renders the message)."""
     __tracebackhide__ = True
     if not condition:
-        raise ClauseFailure(message, clause)
+        raise clause_failure(message, clause=clause, call=call, details=details)
 
 
 @contextmanager
@@ -111,10 +128,11 @@ def valid_input(call: str, clause: str = "ctb-input-errors") -> Iterator[None]:
     except (ClauseFailure, SuiteError):
         raise
     except Exception as error:
-        raise ClauseFailure(
+        raise clause_failure(
             f"raised {type(error).__name__}({error}) on an input with none of the faults it lists, but should "
-            f"convert it [{clause}: {call}]",
-            clause,
+            "convert it",
+            clause=clause,
+            call=call,
         ) from error
 
 
@@ -124,10 +142,11 @@ def call_valid(function, *args: Any, clause: str, call: str) -> Any:
     __tracebackhide__ = True
     try:
         return function(*args)
-    except Exception as error:  # noqa: BLE001 - a valid input of an admitted dtype must give its outputs
-        raise ClauseFailure(
-            f"raised {type(error).__name__}({error}) on a valid input, but should return its outputs [{clause}: {call}]",
-            clause,
+    except Exception as error:  # a valid input of an admitted dtype must give its outputs
+        raise clause_failure(
+            f"raised {type(error).__name__}({error}) on a valid input, but should return its outputs",
+            clause=clause,
+            call=call,
         ) from error
 
 
@@ -148,7 +167,7 @@ def assert_tensor_equal(name: str, actual: Any, expected: torch.Tensor, *, claus
     """``assert_tensor_equal("labels", out, exp, clause=...)`` is equivalent to
     ``assert out.dtype == exp.dtype and out.shape == exp.shape and torch.equal(out, exp)``."""
     __tracebackhide__ = True
-    where = f"[{clause}: {call}]" if call else f"[{clause}]"
+    where = tag(clause, call)
     if not isinstance(actual, torch.Tensor):
         raise ClauseFailure(f"{name}: {summary(actual)}, but should be {summary(expected)} {where}", clause)
     if actual.dtype != expected.dtype:
@@ -180,7 +199,7 @@ def assert_batch_equal(
     """Every key of ``expected`` (or only ``keys``) is present in ``actual`` and equal to it,
     tensors exactly (dtype included), other values with ``==`` and the same type."""
     __tracebackhide__ = True
-    where = _where(clause, call)
+    where = tag(clause, call)
     for key in expected if keys is None else keys:
         if key not in actual:
             raise ClauseFailure(
@@ -200,25 +219,21 @@ def assert_equal(actual: Any, expected: Any, *, clause: str, call: str = "", pat
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
             shown = repr(expected) if not _has_tensor(expected) and len(repr(expected)) <= 300 else "a mapping"
-            raise ClauseFailure(f"{name}: {summary(actual)}, but should be {shown} {_where(clause, call)}", clause)
+            raise ClauseFailure(f"{name}: {summary(actual)}, but should be {shown} {tag(clause, call)}", clause)
         for key, want in expected.items():
             if key not in actual:
                 raise ClauseFailure(
-                    f"key {key!r} is missing, but should be present; keys: {list(actual)} {_where(clause, call)}",
+                    f"key {key!r} is missing, but should be present; keys: {list(actual)} {tag(clause, call)}",
                     clause,
                 )
             assert_equal(actual[key], want, clause=clause, call=call, path=f"{path}.{key}" if path else key)
     elif isinstance(expected, list):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
-            raise ClauseFailure(f"{name}={summary(actual)}, but should be {expected!r} {_where(clause, call)}", clause)
+            raise ClauseFailure(f"{name}={summary(actual)}, but should be {expected!r} {tag(clause, call)}", clause)
         for i, (a, w) in enumerate(zip(actual, expected)):
             assert_equal(a, w, clause=clause, call=call, path=f"{name}[{i}]")
     else:
         _assert_leaf_equal(name, actual, expected, clause=clause, call=call)
-
-
-def _where(clause: str, call: str) -> str:
-    return f"[{clause}: {call}]" if call else f"[{clause}]"
 
 
 def _assert_leaf_equal(name: str, actual: Any, expected: Any, *, clause: str, call: str) -> None:
@@ -227,9 +242,7 @@ def _assert_leaf_equal(name: str, actual: Any, expected: Any, *, clause: str, ca
     if isinstance(expected, torch.Tensor):
         assert_tensor_equal(name, actual, expected, clause=clause, call=call)
     elif type(actual) is not type(expected) or actual != expected:
-        raise ClauseFailure(
-            f"{name}={summary(actual)}, but should be {summary(expected)} {_where(clause, call)}", clause
-        )
+        raise ClauseFailure(f"{name}={summary(actual)}, but should be {summary(expected)} {tag(clause, call)}", clause)
 
 
 def _has_tensor(value: Any) -> bool:
@@ -292,7 +305,7 @@ def _shape(dims: tuple[int, ...]) -> str:
 
 
 def names(message: str, fact: Fact) -> bool:
-    """Whether an error message names ``fact`` (SPEC 1.0: messages are not normative text,
+    """Whether an error message names ``fact`` (SPEC.md, "Conformance", **Errors**: the wording is not normative,
     only the facts a clause lists):
 
     * ``str``: a parameter, field, attribute or key name, or a check name such as
@@ -336,15 +349,15 @@ def assert_raises(
         missing = missing_facts(message, fields)
         if missing:
             shown = [str(f) if isinstance(f, (Shape, Value)) else f for f in missing]
-            raise ClauseFailure(
-                f"{type(error).__name__} message {message!r} does not name {shown} [{clause}: {call}]", clause
+            raise clause_failure(
+                f"{type(error).__name__} message {message!r} does not name {shown}", clause=clause, call=call
             ) from error
         return error
-    except Exception as error:  # noqa: BLE001 - report the wrong type
-        raise ClauseFailure(
-            f"raised {type(error).__name__}({error}), but should raise {error_type.__name__} [{clause}: {call}]", clause
+    except Exception as error:  # report the wrong type
+        raise clause_failure(
+            f"raised {type(error).__name__}({error}), but should raise {error_type.__name__}", clause=clause, call=call
         ) from error
-    raise ClauseFailure(f"nothing was raised, but should raise {error_type.__name__} [{clause}: {call}]", clause)
+    raise clause_failure(f"nothing was raised, but should raise {error_type.__name__}", clause=clause, call=call)
 
 
 def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: str, ordered: bool = True) -> None:
@@ -352,6 +365,6 @@ def assert_keys(out: Mapping[str, Any], keys: list[str], *, clause: str, call: s
     keys in the same order; with ``ordered=False``, ``assert sorted(out) == sorted(keys)``."""
     __tracebackhide__ = True
     if ordered and list(out) != keys:
-        raise ClauseFailure(f"keys {list(out)}, but should be {keys} (in this order) [{clause}: {call}]", clause)
+        raise clause_failure(f"keys {list(out)}, but should be {keys} (in this order)", clause=clause, call=call)
     if not ordered and sorted(out) != sorted(keys):
-        raise ClauseFailure(f"keys {sorted(out)}, but should be {sorted(keys)} [{clause}: {call}]", clause)
+        raise clause_failure(f"keys {sorted(out)}, but should be {sorted(keys)}", clause=clause, call=call)

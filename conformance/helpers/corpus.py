@@ -70,10 +70,6 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 _UNICODE_TO_BYTE: dict[str, int] = {u: b for b, u in _bytes_to_unicode().items()}
 
-_KNOWN_KWARGS = frozenset(
-    {"add_special_tokens", "padding", "truncation", "max_length", "return_tensors", "return_attention_mask"}
-)
-
 
 class CorpusTokenizer:
     """HF-style callable wrapper around ``golden/corpus/tokenizer.json``.

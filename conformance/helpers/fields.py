@@ -20,7 +20,12 @@ from typing import Any
 
 import torch
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal, summary
+from batchspec.conformance.helpers.asserts import (
+    assert_batch_equal,
+    assert_tensor_equal,
+    clause_failure,
+    summary,
+)
 from batchspec.conformance.helpers.inputs import Row, row_positions, unpacked_row
 from batchspec.conformance.spec import spec_field_clauses, split_citation
 
@@ -254,25 +259,24 @@ def assert_training_batch_equal(
         set(expected) - set(actual) if partial else sorted(actual) != sorted(expected)
     ):
         shown = sorted(actual) if isinstance(actual, Mapping) else summary(actual)
-        raise ClauseFailure(f"keys {shown}, but should be {sorted(expected)} [tb-keys: {call}]", "tb-keys")
+        raise clause_failure(f"keys {shown}, but should be {sorted(expected)}", clause="tb-keys", call=call)
     for key in _ordered(expected):
         want, got = expected[key], actual[key]
         if isinstance(want, torch.Tensor):
             if not isinstance(got, torch.Tensor) or got.dtype != want.dtype:
-                raise ClauseFailure(
-                    f"{key}: {summary(got)}, but should be {summary(want)} [tb-dtypes: {call}]", "tb-dtypes"
+                raise clause_failure(
+                    f"{key}: {summary(got)}, but should be {summary(want)}", clause="tb-dtypes", call=call
                 )
             if got.shape != want.shape and key not in SPAN_SHAPED:
-                raise ClauseFailure(
-                    f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)} [tb-shapes: {call}]",
-                    "tb-shapes",
+                raise clause_failure(
+                    f"{key}.shape={tuple(got.shape)}, but should be {tuple(want.shape)}",
+                    clause="tb-shapes",
+                    call=call,
                 )
             if got.shape == want.shape and torch.equal(got, want):
                 continue
         elif type(got) is not type(want):
-            raise ClauseFailure(
-                f"{key}: {summary(got)}, but should be {summary(want)} [tb-dtypes: {call}]", "tb-dtypes"
-            )
+            raise clause_failure(f"{key}: {summary(got)}, but should be {summary(want)}", clause="tb-dtypes", call=call)
         elif got == want:
             continue
         if key == "labels" and targets is not None:

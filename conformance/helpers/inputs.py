@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
-from batchspec.conformance.helpers.asserts import ClauseFailure
+from batchspec.conformance.helpers.asserts import clause_failure
 
 __all__ = [
     "TOKEN_FIELDS",
@@ -224,9 +224,10 @@ def assert_batch_unchanged(before: dict, batch: SampleBatch, *, what: str, call:
     __tracebackhide__ = True
     after = batch_state(batch)
     if after["records"] != before["records"]:
-        raise ClauseFailure(
-            f"sample_batch.records was replaced {what}, but should be untouched [ctb-no-mutation: {call}]",
-            "ctb-no-mutation",
+        raise clause_failure(
+            f"sample_batch.records was replaced {what}, but should be untouched",
+            clause="ctb-no-mutation",
+            call=call,
         )
     for index, (now, then) in enumerate(zip(after["record"], before["record"])):
         for part in then:
@@ -238,7 +239,8 @@ def assert_batch_unchanged(before: dict, batch: SampleBatch, *, what: str, call:
                     shown = f": payload entries {replaced} were replaced by other objects"
                 else:
                     shown = f": {now[part]!r}, but should be {then[part]!r}"
-                raise ClauseFailure(
-                    f"sample_batch.records[{index}] {part} changed {what}{shown} [ctb-no-mutation: {call}]",
-                    "ctb-no-mutation",
+                raise clause_failure(
+                    f"sample_batch.records[{index}] {part} changed {what}{shown}",
+                    clause="ctb-no-mutation",
+                    call=call,
                 )

@@ -21,13 +21,14 @@ from typing import Any
 
 import torch
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal, summary
+from batchspec.conformance.helpers.asserts import assert_tensor_equal, clause_failure, summary
 from batchspec.conformance.helpers.fields import label_clauses, label_targets
 from batchspec.conformance.helpers.inputs import Row, row_positions
 from batchspec.conformance.helpers.literals import THD_PAD
 
 __all__ = [
     "BASE_KEYS",
+    "CONVERTED_BATCH_CLAUSES",
     "METADATA_KEYS",
     "check_converted_batch",
     "expected_packed_metadata",
@@ -47,6 +48,27 @@ BASE_KEYS: dict[str, torch.dtype] = {
 }
 METADATA_KEYS: tuple[str, ...] = ("packed_token_indices", "cu_seqlens", "max_seqlen")
 MAX_LISTED = 8
+# The marks of a test that converts a valid input and checks the batch with ``check_converted_batch``:
+# the clauses it blames a failure on, and [ctb-input-errors] (``valid_input``: raising on a valid
+# input fails that clause).
+CONVERTED_BATCH_CLAUSES = (
+    "tb-shapes",
+    "tb-dtypes",
+    "ctb-shift",
+    "ctb-positions",
+    "ctb-padding-labels",
+    "ctb-padding-mask",
+    "ctb-cross-document-targets",
+    "ctb-segment-starts",
+    "ctb-document-ids",
+    "ctb-attention-ids",
+    "ctb-ignore-index",
+    "batched-packed-seq-ids",
+    "batched-block-causal",
+    "batched-document-ids-mask",
+    "batched-metadata",
+    "ctb-input-errors",
+)
 
 
 def _fail_where(bad: torch.Tensor, what: str, *, clause: str, call: str, show: Mapping[str, torch.Tensor]) -> None:
@@ -61,7 +83,9 @@ def _fail_where(bad: torch.Tensor, what: str, *, clause: str, call: str, show: M
         at = tuple(int(i) for i in index)
         values = ", ".join(f"{name}[{', '.join(map(str, at))}]={tensor[at].item()!r}" for name, tensor in show.items())
         lines.append(values)
-    raise ClauseFailure(f"{what}: {total} position(s) violate it [{clause}: {call}]\n  " + "\n  ".join(lines), clause)
+    raise clause_failure(
+        f"{what}: {total} position(s) violate it", clause=clause, call=call, details="\n  " + "\n  ".join(lines)
+    )
 
 
 def _expected_rows(rows: Sequence[Row], ignore_index: int, mask_segment_starts: bool) -> dict[str, Any]:
@@ -239,34 +263,36 @@ def check_converted_batch(
     needed = [*BASE_KEYS, "attention_mask", *(METADATA_KEYS if wants_metadata else ())]
     missing = [key for key in needed if key not in out]
     if missing:
-        raise ClauseFailure(
-            f"keys {missing} are missing, but should be present; keys: {sorted(out)} "
-            f"[tb-shapes, batched-metadata: {call}]",
-            "tb-shapes, batched-metadata",
+        raise clause_failure(
+            f"keys {missing} are missing, but should be present; keys: {sorted(out)}",
+            clause="tb-shapes, batched-metadata",
+            call=call,
         )
     for key, dtype in BASE_KEYS.items():
         value = out[key]
         if not isinstance(value, torch.Tensor):
-            raise ClauseFailure(f"{key}: {summary(value)}, but should be a tensor [tb-dtypes: {call}]", "tb-dtypes")
+            raise clause_failure(f"{key}: {summary(value)}, but should be a tensor", clause="tb-dtypes", call=call)
         if tuple(value.shape) != (batch_size, sequence_length):
-            raise ClauseFailure(
-                f"{key}.shape={tuple(value.shape)}, but should be {(batch_size, sequence_length)} (S = L - 1) [tb-shapes: {call}]",
-                "tb-shapes",
+            raise clause_failure(
+                f"{key}.shape={tuple(value.shape)}, but should be {(batch_size, sequence_length)} (S = L - 1)",
+                clause="tb-shapes",
+                call=call,
             )
         if value.dtype != dtype:
-            raise ClauseFailure(f"{key}.dtype={value.dtype}, but should be {dtype} [tb-dtypes: {call}]", "tb-dtypes")
+            raise clause_failure(f"{key}.dtype={value.dtype}, but should be {dtype}", clause="tb-dtypes", call=call)
     mask = out["attention_mask"]
     mask_shape = (batch_size, 1, sequence_length, sequence_length) if block_causal else (batch_size, sequence_length)
     mask_dtype = torch.bool if block_causal else torch.int64
     if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != mask_shape:
-        raise ClauseFailure(
+        raise clause_failure(
             f"attention_mask: {summary(mask)}, but should have shape {mask_shape} for "
-            f"packed_mask_type={contract.packed_mask_type!r} [tb-shapes: {call}]",
-            "tb-shapes",
+            f"packed_mask_type={contract.packed_mask_type!r}",
+            clause="tb-shapes",
+            call=call,
         )
     if mask.dtype != mask_dtype:
-        raise ClauseFailure(
-            f"attention_mask.dtype={mask.dtype}, but should be {mask_dtype} [tb-dtypes: {call}]", "tb-dtypes"
+        raise clause_failure(
+            f"attention_mask.dtype={mask.dtype}, but should be {mask_dtype}", clause="tb-dtypes", call=call
         )
 
     labels, padding_mask, document_ids = out["labels"], out["padding_mask"], out["document_ids"]
@@ -329,10 +355,10 @@ def check_converted_batch(
         out["_packed_seq_ids"].untyped_storage().data_ptr()
         == out["attention_document_ids"].untyped_storage().data_ptr()
     ):
-        raise ClauseFailure(
-            f"_packed_seq_ids shares storage with attention_document_ids, but should be a separate tensor "
-            f"[batched-packed-seq-ids: {call}]",
-            "batched-packed-seq-ids",
+        raise clause_failure(
+            "_packed_seq_ids shares storage with attention_document_ids, but should be a separate tensor",
+            clause="batched-packed-seq-ids",
+            call=call,
         )
 
     # Attention mask: block-causal over the expected ids (torch broadcasting), or the ids.
@@ -347,19 +373,19 @@ def check_converted_batch(
     if not wants_metadata:
         present = [key for key in METADATA_KEYS if key in out]
         if present:
-            raise ClauseFailure(
-                f"keys {present} are present, but should be absent: the contract does not request metadata "
-                f"[batched-metadata: {call}]",
-                "batched-metadata",
+            raise clause_failure(
+                f"keys {present} are present, but should be absent: the contract does not request metadata",
+                clause="batched-metadata",
+                call=call,
             )
         return
     indices, cu_seqlens, max_seqlen = (out[key] for key in METADATA_KEYS)
     for key in ("packed_token_indices", "cu_seqlens"):
         if not isinstance(out[key], torch.Tensor):
-            raise ClauseFailure(f"{key}: {summary(out[key])}, but should be a tensor [tb-dtypes: {call}]", "tb-dtypes")
+            raise clause_failure(f"{key}: {summary(out[key])}, but should be a tensor", clause="tb-dtypes", call=call)
     if type(max_seqlen) is not int:
-        raise ClauseFailure(
-            f"max_seqlen: {summary(max_seqlen)}, but should be a Python int [tb-dtypes: {call}]", "tb-dtypes"
+        raise clause_failure(
+            f"max_seqlen: {summary(max_seqlen)}, but should be a Python int", clause="tb-dtypes", call=call
         )
     if tuple(indices.shape) == (batch_size, sequence_length):
         _fail_where(
@@ -375,20 +401,22 @@ def check_converted_batch(
             valid = [v for v in row if v != -1]
             tokens = sum(1 for v in expected["document_ids"][b] if v > 0)
             if not valid or valid[-1] != tokens:
-                raise ClauseFailure(
+                raise clause_failure(
                     f"cu_seqlens[{b}]={row}: last valid entry {valid[-1] if valid else None}, but should be "
-                    f"{tokens} (the row's tokens with attention_document_ids > 0) [batched-metadata: {call}]",
-                    "batched-metadata",
+                    f"{tokens} (the row's tokens with attention_document_ids > 0)",
+                    clause="batched-metadata",
+                    call=call,
                 )
     want = expected_packed_metadata(expected["document_ids"])
     for key, value in (("packed_token_indices", indices), ("cu_seqlens", cu_seqlens)):
         if value.dtype != want[key].dtype:  # the dtype is [tb-dtypes]'s, the values [batched-metadata]'s
-            raise ClauseFailure(
-                f"{key}.dtype={value.dtype}, but should be {want[key].dtype} [tb-dtypes: {call}]", "tb-dtypes"
+            raise clause_failure(
+                f"{key}.dtype={value.dtype}, but should be {want[key].dtype}", clause="tb-dtypes", call=call
             )
         assert_tensor_equal(key, value, want[key], clause="batched-metadata", call=call)
     if max_seqlen != want["max_seqlen"]:
-        raise ClauseFailure(
-            f"max_seqlen={max_seqlen}, but should be {want['max_seqlen']} [batched-metadata: {call}]",
-            "batched-metadata",
+        raise clause_failure(
+            f"max_seqlen={max_seqlen}, but should be {want['max_seqlen']}",
+            clause="batched-metadata",
+            call=call,
         )

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, summary
+from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, clause_failure, summary
 from batchspec.conformance.helpers.layouts import describe_layout, laid_out
 from batchspec.conformance.helpers.storage import input_state, state_changes
 
@@ -51,7 +51,7 @@ class Ran(NamedTuple):
 def run(function: Callable, *args: Any, **kwargs: Any) -> Ran:
     try:
         return Ran(function(*args, **kwargs), None)
-    except Exception as error:  # noqa: BLE001 - compared with the other call's behaviour
+    except Exception as error:  # compared with the other call's behaviour
         return Ran(None, error)
 
 
@@ -98,7 +98,7 @@ def describe_inputs(laid: Mapping[str, Any]) -> str:
 
 def layout_failure(message: str, call: str) -> ClauseFailure:
     """A failure of [tb-layout] in ``call``."""
-    return ClauseFailure(f"{message} [tb-layout: {call}]", "tb-layout")
+    return clause_failure(f"{message}", clause="tb-layout", call=call)
 
 
 def assert_same_output(actual: Any, expected: Any, *, call: str, names: Sequence[str] | None = None) -> None:

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, valid_input
+from batchspec.conformance.helpers.asserts import clause_failure, valid_input
 from batchspec.conformance.helpers.inputs import describe_rows
 from batchspec.conformance.helpers.literals import ALWAYS_KEYS, BATCHED_KEYS, METADATA_KEYS, THD_KEYS
 from batchspec.conformance.helpers.literals import convert as convert_rows
@@ -31,7 +31,8 @@ def assert_same_keys(first, second, *, drop_first=frozenset(), drop_second=froze
     __tracebackhide__ = True
     left, right = set(first) - drop_first, set(second) - drop_second
     if left != right:
-        raise ClauseFailure(
-            f"keys {sorted(left)} (first call), but should be {sorted(right)} as in the second call [{clause}: {call}]",
-            clause,
+        raise clause_failure(
+            f"keys {sorted(left)} (first call), but should be {sorted(right)} as in the second call",
+            clause=clause,
+            call=call,
         )

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from batchspec.conformance.helpers.asserts import ClauseFailure
+from batchspec.conformance.helpers.asserts import ClauseFailure, clause_failure
 from batchspec.conformance.helpers.corpus import PAD_ID, SHARD_DIR, CorpusTokenizer, corpus_texts
 from batchspec.conformance.helpers.envelope import body_of, canonical_json
 
@@ -308,10 +308,10 @@ def check_canonical_fingerprint(backend, scratch_dir) -> None:
     want = fingerprint_of(FINGERPRINT_PROBE_STAGES)
     if got != want:
         description = canonical_json({"batchspec_fingerprint": 1, "stages": FINGERPRINT_PROBE_STAGES}).decode()
-        raise ClauseFailure(
-            f"the envelope's fingerprint is {got!r}, but should be {want}, the sha256 of {description} "
-            f"[state-fingerprint-canonical: index_pipeline({FINGERPRINT_PROBE}), state after 1 batch]",
-            "state-fingerprint-canonical",
+        raise clause_failure(
+            f"the envelope's fingerprint is {got!r}, but should be {want}, the sha256 of {description}",
+            clause="state-fingerprint-canonical",
+            call=f"index_pipeline({FINGERPRINT_PROBE}), state after 1 batch",
         )
 
 

@@ -53,7 +53,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, names
+from batchspec.conformance.helpers.asserts import clause_failure, names
 from batchspec.conformance.helpers.envelope import (
     BAD_ARGUMENTS,
     CHECKS,
@@ -100,7 +100,7 @@ def _view(data: bytes, label: _Labels) -> Any:
         raw = raw_body(data)
         body = json.loads(raw)
         fingerprint = label(body["fingerprint"])
-    except Exception:  # noqa: BLE001 - anything else is shown raw
+    except Exception:  # anything else is shown raw
         return {"unparsable": data.hex()}
     return {
         "magic": data[: len(MAGIC)].decode("latin-1"),
@@ -129,7 +129,7 @@ def _saved_replicas(data: Any) -> int | None:
     """The ``canonical_replicas`` an envelope's body says it was saved with, or None."""
     try:
         return body_of(data)["topology"]["canonical_replicas"]
-    except Exception:  # noqa: BLE001 - not an envelope with a readable topology
+    except Exception:  # not an envelope with a readable topology
         return None
 
 
@@ -150,10 +150,9 @@ def _error(error: BaseException, label: _Labels, replicas: set[int]) -> dict:
 def _state_bytes(loader) -> bytes:
     state = loader.state_dict()
     if not (isinstance(state, Mapping) and list(state) == ["zephon"] and isinstance(state["zephon"], bytes)):
-        raise ClauseFailure(
-            f"state_dict() returned {state!r}, but should be {{'zephon': bytes}} [state-before-start, "
-            f"state-after-start]",
-            "state-before-start, state-after-start",
+        raise clause_failure(
+            f"state_dict() returned {state!r}, but should be {{'zephon': bytes}}",
+            clause="state-before-start, state-after-start",
         )
     return state["zephon"]
 
@@ -250,7 +249,7 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                         outcome = spy.calls["restore"]
                 except AssertionError:
                     raise
-                except Exception as error:  # noqa: BLE001 - recorded and compared
+                except Exception as error:  # recorded and compared
                     involved = (current_replicas, _saved_replicas(argument) if verb == "load" else None)
                     outcome = _error(error, label, {r for r in involved if r is not None})
                 outcomes[f"{step} {action}"] = outcome

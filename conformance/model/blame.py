@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -22,6 +22,7 @@ from batchspec.conformance.model.documents import Document
 from batchspec.conformance.model.evaluation import Mismatch, convert_route, evaluate
 from batchspec.conformance.model.models import Model
 from batchspec.conformance.model.routes import Route
+from batchspec.reference.contract import PackedSequenceContract, TrainingBatch
 
 __all__ = ["blame"]
 
@@ -55,21 +56,30 @@ def _derived(route: Route, key: str, batch: Mapping[str, Any], before: torch.Ten
         mask = batch[key]
         return "attention_document_ids", reference.block_causal_mask(ids) if mask.dtype == torch.bool else ids
     if key in ("packed_token_indices", "cu_seqlens", "max_seqlen") and isinstance(ids, torch.Tensor):
-        return "attention_document_ids", reference.build_packed_sequence_metadata(ids)[key]
+        return "attention_document_ids", dict(reference.build_packed_sequence_metadata(ids))[key]
     if key in ("seq_lens", "seq_lens_padded") and isinstance(ids, torch.Tensor):
-        return "attention_document_ids", reference.convert_batch_output({"attention_document_ids": ids}, "thd")[key]
+        # convert_batch_output's thd lengths read attention_document_ids alone
+        lengths = reference.convert_batch_output(cast(TrainingBatch, {"attention_document_ids": ids}), "thd")
+        return "attention_document_ids", dict(lengths)[key]
     doc_ids = batch.get("document_ids")
+    # the suite's Contract is a PackedSequenceContract whose packed_mask_type is any string (a
+    # route's is a valid one); enable_xdoc_attention reads the three keys given it
+    contract = cast(PackedSequenceContract, route.contract)
     if key == "attention_document_ids" and isinstance(doc_ids, torch.Tensor):
         if not route.xdoc:
             return "document_ids", doc_ids
         joined = reference.enable_xdoc_attention(
-            {"document_ids": doc_ids, "attention_document_ids": doc_ids, "position_ids": torch.zeros_like(doc_ids)},
-            route.contract,
+            cast(
+                TrainingBatch,
+                {"document_ids": doc_ids, "attention_document_ids": doc_ids, "position_ids": torch.zeros_like(doc_ids)},
+            ),
+            contract,
         )
         return "document_ids", joined["attention_document_ids"]
     if key == "position_ids" and route.xdoc and isinstance(doc_ids, torch.Tensor) and before is not None:
         joined = reference.enable_xdoc_attention(
-            {"document_ids": doc_ids, "attention_document_ids": doc_ids, "position_ids": before}, route.contract
+            cast(TrainingBatch, {"document_ids": doc_ids, "attention_document_ids": doc_ids, "position_ids": before}),
+            contract,
         )
         return "document_ids", joined["position_ids"]
     return None

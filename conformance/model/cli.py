@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     from batchspec.conformance.backends import BackendError, load_backend
     from batchspec.conformance.helpers.asserts import SuiteError
     from batchspec.conformance.model import wiring
-    from batchspec.conformance.model.equivalence import check_route
-    from batchspec.conformance.model.evaluation import TOLERANCES
+    from batchspec.conformance.model.equivalence import RouteResult, check_route
+    from batchspec.conformance.model.evaluation import TOLERANCES, Mismatch
     from batchspec.conformance.model.models import (
         build_model,
         fit_for_cpu,
@@ -131,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     varlen = f"varlen ({args.kernel})"
     columns = [*implementations, varlen]
-    rows, failures, started = [], [], time.monotonic()
+    # per route: its name and each column's cell (a result, a note, or None: the column does not apply)
+    rows: list[tuple[str, dict[str, RouteResult | str | None]]] = []
+    failures: list[Mismatch] = []
+    started = time.monotonic()
     for route in ROUTES:
         if wanted and route.name not in wanted:
             continue
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             # the plain routes run on any model; these need the positions of their own kind
             rows.append((route.name, {c: f"n/a (not {route.model})" for c in columns}))
             continue
-        cells = {}
+        cells: dict[str, RouteResult | str | None] = {}
         for column in columns:
             if (route.feed == "mask") != (column != varlen):
                 cells[column] = None

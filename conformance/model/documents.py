@@ -77,6 +77,8 @@ def padded_rows(model_batch: ModelBatch) -> list[Row]:
     rows = rows_of(model_batch.sample_batch)
     if model_batch.pad_to_length is None:
         return rows
+    if model_batch.pad_token_id is None:
+        raise ValueError(f"an unpacked route's batch needs pad_token_id with pad_to_length={model_batch.pad_to_length}")
     return [unpacked_row(row, model_batch.pad_to_length, model_batch.pad_token_id) for row in rows]
 
 

@@ -159,7 +159,7 @@ def alone_logits(
     by_length: dict[int, list[int]] = {}
     for k, doc in enumerate(docs):
         by_length.setdefault(len(doc.tokens), []).append(k)
-    out: list[torch.Tensor | None] = [None] * len(docs)
+    out: dict[int, torch.Tensor] = {}
     for length, members in by_length.items():
         ids = torch.tensor([docs[k].tokens for k in members])
         if mrope:
@@ -169,7 +169,7 @@ def alone_logits(
         logits = model.logits(ids, positions)
         for j, k in enumerate(members):
             out[k] = logits[j]
-    return out
+    return [out[k] for k in range(len(docs))]
 
 
 def largest_difference(packed: torch.Tensor, docs: Sequence[Document], alone: Sequence[torch.Tensor]) -> float:
@@ -314,11 +314,14 @@ def _gradient_noise(model: Model, docs, low_grads, implementation: str, mrope: b
     """The largest difference between the low-precision documents' gradient and the float64
     twin's: what the low precision itself costs the gradient."""
     twin = model.twin
-    total = 0.0
+    if twin is None:
+        raise ValueError(f"_gradient_noise: a low-precision model with a float64 twin, got {model.dtype} without one")
+    losses = []
     for doc, logits in zip(docs, alone_logits(twin, docs, implementation, mrope=mrope)):
         trained, targets = _target_tensor(doc)
         trained, targets = trained.to(logits.device), twin.fold(targets.to(logits.device))
-        total = total + (torch.nn.functional.cross_entropy(logits, targets, reduction="none") * trained).sum()
+        losses.append((torch.nn.functional.cross_entropy(logits, targets, reduction="none") * trained).sum())
+    total = sum(losses[1:], losses[0])
     exact = torch.autograd.grad(total, _parameters(twin), allow_unused=True)
     noise = 0.0
     for low, high in zip(low_grads, exact):

@@ -17,11 +17,14 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from batchspec.conformance.helpers.corpus import BOS_ID, EOS_ID, PAD_ID
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 __all__ = [
     "CPU_LIMITS",
@@ -183,7 +186,7 @@ class Model:
     """A causal LM under test: ``module`` maps ``input_ids`` to logits ``[batch, sequence,
     vocab]`` (a ``*ForCausalLM``, or a text model with ``head``)."""
 
-    module: torch.nn.Module
+    module: PreTrainedModel
     name: str
     head: torch.nn.Module | None = None
     dtype: torch.dtype = torch.float64

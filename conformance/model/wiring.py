@@ -185,6 +185,8 @@ def torch_varlen(
         window_size=(-1, 0),
         enable_gqa=query.shape[1] != key.shape[1],
     )
+    if not isinstance(attended, torch.Tensor):  # (output, aux) comes back only when return_aux is given
+        raise TypeError(f"varlen_attn returned {type(attended).__name__}, expected the attention output tensor")
     out = torch.zeros_like(query)
     out[picked] = attended
     return out

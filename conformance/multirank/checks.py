@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, check
+from batchspec.conformance.helpers.asserts import check, clause_failure
 from batchspec.conformance.helpers.envelope import DIGEST, HEADER, MAGIC, body_of
 
 __all__ = [
@@ -38,12 +38,11 @@ def ok(job, name, clause=None):
     tags = [clause] if clause else []
     if any("timed out" in e.lower() for e in errors):
         tags.append("state-collective-all-ranks")
-    tag = f" [{', '.join(tags)}]" if tags else ""
     if not (returncode == 0 and not errors):
-        message = f"job {name!r} failed (rc={returncode}){tag}:\n" + "\n".join(errors) + output
+        details = ":\n" + "\n".join(errors) + output
         if tags:
-            raise ClauseFailure(message, tags)
-        raise AssertionError(message)
+            raise clause_failure(f"job {name!r} failed (rc={returncode})", clause=tags, details=details)
+        raise AssertionError(f"job {name!r} failed (rc={returncode}){details}")
     return results
 
 
@@ -53,7 +52,7 @@ def assert_loaded(results, name):
         check(
             r["loaded"],
             f"job {name!r}, rank {r['rank']}: state_dict() right after loading bytes with sha256 "
-            f"{r['loaded_sha256'][:16]}… returned {r['after_load']} instead of those bytes [state-roundtrip]",
+            f"{r['loaded_sha256'][:16]}… returned {r['after_load']} instead of those bytes",
             clause="state-roundtrip",
         )
 
@@ -73,7 +72,7 @@ def assert_continues(who: str, got: list, uninterrupted: list, cursor: int, clau
     check(
         got == expected,
         f"{who} saved after {cursor} batches; its resumed stream differs from its uninterrupted tail at "
-        f"{difference(got, expected)}{resumed_at(got, uninterrupted, cursor)} [{clause}]",
+        f"{difference(got, expected)}{resumed_at(got, uninterrupted, cursor)}",
         clause=clause,
     )
 
@@ -95,7 +94,7 @@ def state_bytes(workdir: Path, name: str, ranks: int) -> list[bytes]:
 
 
 def envelope_topology(data: bytes) -> dict:
-    check(data[: len(MAGIC)] == MAGIC, f"state starts with {data[:8]!r} [state-envelope]", clause="state-envelope")
+    check(data[: len(MAGIC)] == MAGIC, f"state starts with {data[:8]!r}", clause="state-envelope")
     return body_of(data)["topology"]
 
 
@@ -130,22 +129,22 @@ def assert_identical_states(workdir, name, results, topology):
     shas = [r["state_sha256"] for r in results]
     check(
         all(r["all_state_sha256"] == shas for r in results),
-        f"job {name!r}: ranks disagree on the gathered sha256s [state-all-ranks-identical]",
+        f"job {name!r}: ranks disagree on the gathered sha256s",
         clause="state-all-ranks-identical",
     )
     states = state_bytes(workdir, name, len(results))
     differing = [rank for rank, data in enumerate(states) if data != states[0]]
     if differing:
-        raise ClauseFailure(
+        raise clause_failure(
             f"job {name!r}: state_dict() bytes differ across ranks (sha256 by rank {shas}); rank 0 vs rank "
             f"{differing[0]}: {where_bytes_differ(states[0], states[differing[0]])}; every rank must return the same "
-            "merged state [state-all-ranks-identical]",
-            "state-all-ranks-identical",
+            "merged state",
+            clause="state-all-ranks-identical",
         )
     got = envelope_topology(states[0])
     check(
         got == topology,
-        f"job {name!r}: the envelope's topology is {got}, but the job ran {topology} [state-envelope]",
+        f"job {name!r}: the envelope's topology is {got}, but the job ran {topology}",
         clause="state-envelope",
     )
 

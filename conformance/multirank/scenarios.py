@@ -180,7 +180,7 @@ def run_phase(group: Group, backend, params: dict, out_dir: str | Path) -> bool:
             (out_dir / f"state_r{group.rank}.bin").write_bytes(state)
             result["state_sha256"] = hashlib.sha256(state).hexdigest()
         loader.close()
-    except BaseException as error:  # noqa: BLE001 - reported to the test, never left to hang the job
+    except BaseException as error:  # reported to the test, never left to hang the job
         result["error"] = traceback.format_exc()
         result["error_type"] = f"{type(error).__module__}.{type(error).__qualname__}"
         result["error_is_timeout"] = isinstance(error, TimeoutError)
@@ -208,6 +208,6 @@ def rank_main(group: Group, backend_spec: str, params: dict, out_dir: str | Path
         from batchspec.conformance.backends import load_backend
 
         ok = run_phase(group, load_backend(backend_spec), params, out_dir)
-    except BaseException as error:  # noqa: BLE001 - set-up failure: report and join the exit vote
+    except BaseException as error:  # set-up failure: report and join the exit vote
         print(f"rank {group.rank}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
     return all(group.allgather(ok))

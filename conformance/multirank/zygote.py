@@ -143,7 +143,7 @@ def _fork_rank(conn: socket.socket, others: list[socket.socket], server: socket.
             for other in [conn, *others]:
                 other.close()
             code = _run_rank(job, fds)
-        except BaseException:  # noqa: BLE001 - a rank that fails to start reports it and exits 1
+        except BaseException:  # a rank that fails to start reports it and exits 1
             import traceback
 
             traceback.print_exc()

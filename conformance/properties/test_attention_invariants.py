@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_raises, assert_tensor_equal, call_valid
+from batchspec.conformance.helpers.asserts import (
+    ClauseFailure,
+    assert_raises,
+    assert_tensor_equal,
+    call_valid,
+    clause_failure,
+)
 from batchspec.conformance.helpers.inputs import (
     Contract,
 )
@@ -79,9 +85,10 @@ def test_adapt_model_inputs_invariants(backend, data):
     )
 
     if result is not batch:
-        raise ClauseFailure(
-            f"returned {type(result).__name__} id {id(result)}, but should return the same mapping [adapt-attention-ids: {call}]",
-            "adapt-attention-ids",
+        raise clause_failure(
+            f"returned {type(result).__name__} id {id(result)}, but should return the same mapping",
+            clause="adapt-attention-ids",
+            call=call,
         )
     expected = [
         [ids[b][i] if eligible is None or eligible[b][i] else 0 for i in range(len(ids[b]))] for b in range(len(ids))
@@ -94,22 +101,25 @@ def test_adapt_model_inputs_invariants(backend, data):
         call=call,
     )
     if result["attention_document_ids"].untyped_storage().data_ptr() == document_ids.untyped_storage().data_ptr():
-        raise ClauseFailure(
-            f"attention_document_ids shares storage with document_ids, but should be new [adapt-attention-ids: {call}]",
-            "adapt-attention-ids",
+        raise clause_failure(
+            "attention_document_ids shares storage with document_ids, but should be new",
+            clause="adapt-attention-ids",
+            call=call,
         )
 
     # Only an entry is added; every tensor that was there is the same object, unmodified.
     if sorted(result) != sorted([*entries, "attention_document_ids"]):
-        raise ClauseFailure(
-            f"keys {sorted(result)}, but should be {sorted([*entries, 'attention_document_ids'])} [adapt-no-mutation: {call}]",
-            "adapt-no-mutation",
+        raise clause_failure(
+            f"keys {sorted(result)}, but should be {sorted([*entries, 'attention_document_ids'])}",
+            clause="adapt-no-mutation",
+            call=call,
         )
     for key, value in entries.items():
         if result[key] is not value:
-            raise ClauseFailure(
-                f"batch[{key!r}] was replaced, but should be the same tensor [adapt-no-mutation: {call}]",
-                "adapt-no-mutation",
+            raise clause_failure(
+                f"batch[{key!r}] was replaced, but should be the same tensor",
+                clause="adapt-no-mutation",
+                call=call,
             )
         assert_tensor_equal(
             f"batch[{key!r}] (after the call)", value, clones[key], clause="adapt-no-mutation", call=call

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_raises, call_valid
 from batchspec.conformance.helpers.inputs import Row, sample_batch, unpacked_row
-from batchspec.conformance.helpers.invariants import check_converted_batch
+from batchspec.conformance.helpers.invariants import CONVERTED_BATCH_CLAUSES, check_converted_batch
 
 
 def _raises(error_type, facts, function, *args, clause: str, call: str) -> None:
@@ -65,24 +65,7 @@ def test_convert_text_batch_rejects_an_element_fault_in_any_column(backend, data
     )
 
 
-@pytest.mark.clause(
-    "tb-dtypes",
-    "ctb-shift",
-    "ctb-positions",
-    "ctb-padding-labels",
-    "ctb-padding-mask",
-    "ctb-cross-document-targets",
-    "ctb-segment-starts",
-    "ctb-document-ids",
-    "ctb-attention-ids",
-    "ctb-ignore-index",
-    "batched-packed-seq-ids",
-    "batched-block-causal",
-    "batched-document-ids-mask",
-    "batched-metadata",
-    "ctb-input-errors",
-    "ctb-input-errors.6",
-)
+@pytest.mark.clause(*CONVERTED_BATCH_CLAUSES, "ctb-input-errors.6")
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
 def test_convert_text_batch_on_unsigned_arrays_at_their_edges(backend, data):

@@ -29,29 +29,13 @@ from batchspec.conformance.helpers.inputs import (
     with_token_field,
 )
 from batchspec.conformance.helpers.invariants import (
+    CONVERTED_BATCH_CLAUSES,
     check_converted_batch,
 )
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 
-@pytest.mark.clause(
-    "tb-shapes",
-    "tb-dtypes",
-    "ctb-shift",
-    "ctb-positions",
-    "ctb-padding-labels",
-    "ctb-padding-mask",
-    "ctb-cross-document-targets",
-    "ctb-segment-starts",
-    "ctb-document-ids",
-    "ctb-attention-ids",
-    "ctb-ignore-index",
-    "batched-packed-seq-ids",
-    "batched-block-causal",
-    "batched-document-ids-mask",
-    "batched-metadata",
-    "ctb-input-errors",
-)
+@pytest.mark.clause(*CONVERTED_BATCH_CLAUSES)
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
 def test_converted_batch_invariants(backend, data):
@@ -187,8 +171,9 @@ def test_convert_text_batch_matches_reference(backend, family, data):
         check(
             not picked,
             f"input_ids={got_ids.tolist()} are a decoy field's values, but should be {field!r}'s, the first "
-            f"candidate present [ctb-token-field: {cs.describe_route_call(case, route)}, decoys {list(decoys)}]",
+            "candidate present",
             clause="ctb-token-field",
+            call=f"{cs.describe_route_call(case, route)}, decoys {list(decoys)}",
         )
     targets = label_targets(case.rows, case.ignore_index, case.mask_segment_starts, route.pad_to_length)
     conditions = {"xdoc"} if route.xdoc else set()

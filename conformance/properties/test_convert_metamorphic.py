@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_batch_equal, assert_tensor_equal
+from batchspec.conformance.helpers.asserts import assert_batch_equal, assert_tensor_equal, clause_failure
 from batchspec.conformance.helpers.fields import (
     label_clauses,
     label_targets,
@@ -86,10 +86,11 @@ def test_thd_and_batched_agree_token_for_token(backend, data):
         for b, row in enumerate(seq_lens_padded.tolist()):
             total = sum(v for v in row if v != THD_PAD)
             if total != sequence_length:
-                raise ClauseFailure(
+                raise clause_failure(
                     f"seq_lens_padded[{b}] valid entries {[v for v in row if v != THD_PAD]} sum to {total}, "
-                    f"but should sum to S={sequence_length} [thd-lengths: {call}]",
-                    "thd-lengths",
+                    f"but should sum to S={sequence_length}",
+                    clause="thd-lengths",
+                    call=call,
                 )
     assert_tensor_equal(
         "seq_lens (runs of the selected ids)",

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from batchspec.conformance.golden.blame import binary_mask, blame
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.asserts import ClauseFailure, assert_tensor_equal
+from batchspec.conformance.helpers.asserts import assert_tensor_equal, clause_failure
 from batchspec.conformance.helpers.invariants import (
     expected_packed_metadata,
     expected_unpad_data,
@@ -42,8 +42,8 @@ def _assert_metadata_equal(function: str, out: dict, want: dict, mask: torch.Ten
         if isinstance(value, torch.Tensor):
             assert_tensor_equal(key, got, value, clause=clause, call=call)
         elif type(got) is not int or got != value:
-            raise ClauseFailure(
-                f"{key}={got!r} ({type(got).__name__}), but should be int {value} [{clause}: {call}]", clause
+            raise clause_failure(
+                f"{key}={got!r} ({type(got).__name__}), but should be int {value}", clause=clause, call=call
             )
 
 
@@ -117,9 +117,10 @@ def _check_unpad_data(backend, mask, call: str) -> None:
     indices, cu_seqlens, max_seqlen = expected_unpad_data(mask.to(torch.int64).tolist(), binary=binary_mask(mask))
     out = backend.get_unpad_data(mask)
     if not isinstance(out, tuple) or len(out) != 3:
-        raise ClauseFailure(
-            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple [unpad-outputs: {call}]",
-            "unpad-outputs",
+        raise clause_failure(
+            f"get_unpad_data returned {type(out).__name__}, but should return a 3-tuple",
+            clause="unpad-outputs",
+            call=call,
         )
     want = {"indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": max_seqlen}
     _assert_metadata_equal("get_unpad_data", dict(zip(want, out)), want, original, call)

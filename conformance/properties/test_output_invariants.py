@@ -70,6 +70,7 @@ def test_convert_batch_output_thd_lengths_are_the_stretches(backend, data):
     assert_tensor_equal("seq_lens_padded", out.get("seq_lens_padded"), seq_lens_padded, clause="thd-lengths", call=call)
     check(
         out.get("qkv_format") == "thd",
-        f"qkv_format={out.get('qkv_format')!r}, but should be 'thd' [thd-qkv-format: {call}]",
+        f"qkv_format={out.get('qkv_format')!r}, but should be 'thd'",
         clause="thd-qkv-format",
+        call=call,
     )

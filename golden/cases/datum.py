@@ -753,7 +753,7 @@ def case_datum():
 
 def _random_datum(rng: random.Random, keys: tuple[str, ...], allow_empty: bool) -> dict:
     n = rng.randint(0 if allow_empty else 1, 6)
-    lfi = {}
+    lfi: dict[str, list[int] | list[float]] = {}
     if "target_tokens" in keys:
         lfi["target_tokens"] = [rng.randint(0, 9) for _ in range(n)]
     if "weights" in keys:

@@ -33,6 +33,8 @@ def _three_batches():
 
 
 def rows(row: Row) -> dict:
+    if row.positions is None:
+        raise ValueError(f"rows: a packed row has positions, got positions=None in {row!r}")
     return {
         "tokens": long(list(row.tokens)),
         "positions": long(list(row.positions)),

@@ -310,7 +310,8 @@ def _random_ids(rng: random.Random, rows: int, width: int) -> torch.Tensor:
     out = []
     for _ in range(rows):
         real = rng.randint(1, width)
-        row, doc = [], 0
+        row: list[int] = []
+        doc = 0
         while len(row) < real:
             doc += 1
             row.extend([doc] * min(rng.randint(1, 4), real - len(row)))

@@ -178,7 +178,7 @@ def _reworded(error: BaseException) -> BaseException | None:
         return None
     try:
         new = type(error)(reword(str(error), type(error)))
-    except Exception:  # noqa: BLE001 - a type that cannot be built from one message stays as it is
+    except Exception:  # a type that cannot be built from one message stays as it is
         return None
     setattr(new, MARK, True)
     new.__cause__ = error.__cause__
@@ -194,7 +194,7 @@ def _wrap(function: Any) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
-        except BaseException as error:  # noqa: BLE001 - re-raised, reworded or not
+        except BaseException as error:  # re-raised, reworded or not
             new = _reworded(error)
             if new is None:
                 raise

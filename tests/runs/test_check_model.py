@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from batchspec.conformance.model.cli import main  # noqa: E402
-from batchspec.conformance.model.models import CPU_LIMITS, fit_for_cpu, tiny_llama_config  # noqa: E402
+from batchspec.conformance.model.cli import main
+from batchspec.conformance.model.models import CPU_LIMITS, fit_for_cpu, tiny_llama_config
 
 MUTANTS = Path(__file__).resolve().parents[1] / "mutants"
 

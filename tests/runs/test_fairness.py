@@ -134,7 +134,7 @@ def test_the_run_executed_every_error_check(reworded_run):
 def _raised(function, *args, **kwargs) -> BaseException:
     try:
         function(*args, **kwargs)
-    except BaseException as error:  # noqa: BLE001 - returned for inspection
+    except BaseException as error:  # returned for inspection
         return error
     raise AssertionError(f"{function.__name__}(...) raised nothing")
 

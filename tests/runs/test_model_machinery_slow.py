@@ -10,11 +10,11 @@ import torch
 
 pytest.importorskip("transformers")
 
-from batchspec import reference  # noqa: E402
-from batchspec.conformance.model.data import packed_batches  # noqa: E402
-from batchspec.conformance.model.equivalence import check_route  # noqa: E402
-from batchspec.conformance.model.models import build_model, tiny_llama_config  # noqa: E402
-from batchspec.conformance.model.routes import ROUTES  # noqa: E402
+from batchspec import reference
+from batchspec.conformance.model.data import packed_batches
+from batchspec.conformance.model.equivalence import check_route
+from batchspec.conformance.model.models import build_model, tiny_llama_config
+from batchspec.conformance.model.routes import ROUTES
 
 
 def test_a_bfloat16_model_is_held_to_its_own_rounding_and_still_sees_a_wrong_mask():

@@ -156,7 +156,7 @@ def test_an_exception_a_contract_function_raised_is_blamed_on_the_clause_listing
     for name in ("get_unpad_data", "build_packed_sequence_metadata"):
         try:
             getattr(backend, name)(None)
-        except Exception as error:  # noqa: BLE001 - the planted raise
+        except Exception as error:  # the planted raise
             errors[name] = error
     assert raised_in(errors["get_unpad_data"]) == "get_unpad_data"
     # the note is added when the exception fails the test, not when a check may still catch it

@@ -51,3 +51,55 @@ def test_the_lint_finds_a_mismatched_clause_tag_and_a_tag_that_is_no_clause():
     assert any("tag [ctb-padding-mask] is not among the test's marks ['ctb-shift']" in p for p in problems)
     assert any("tag 'example-A' is not a clause id" in p for p in problems)
     assert any("tag [tb-keys]" in p for p in problems)
+
+
+def test_the_lint_resolves_a_constant_built_mark_and_names_a_wrong_id_in_it(tmp_path):
+    (tmp_path / "conformance" / "helpers").mkdir(parents=True)
+    (tmp_path / "conformance" / "helpers" / "planted.py").write_text(
+        'SHARED = ("ctb-shift", "ctb-no-such-clause")\nOTHER: tuple[str, ...] = ("ctb-positions",)\n'
+    )
+    text = (
+        "import pytest\n"
+        "from batchspec.conformance.helpers.planted import SHARED, OTHER as RENAMED\n\n"
+        'LOCAL = ("tb-dtypes", "ctb-input-errors.4")\n'
+        'BOTH = LOCAL + ("tb-keys",)\n\n'
+        "@pytest.mark.clause(*SHARED)\n"
+        "def test_imported(backend):\n"
+        "    check(ok, 'x', clause='ctb-shift')\n\n"
+        "@pytest.mark.clause(*BOTH, *RENAMED, 'tb-shapes')\n"
+        "def test_local(backend):\n"
+        "    check(ok, 'x', clause='ctb-input-errors.4')\n"
+        "    check(ok, 'x', clause='ctb-positions')\n"
+        "    check(ok, 'x', clause=LOCAL)\n"
+        "    check(ok, 'x', clause='ctb-padding-mask')\n"
+    )
+    problems = tag_problems(Path("test_planted.py"), text, KNOWN, root=tmp_path)
+    assert problems == [
+        "test_planted.py:8: test_imported: mark [ctb-no-such-clause] is not a clause id",
+        "test_planted.py:16: test_local: tag [ctb-padding-mask] is not among the test's marks "
+        "['ctb-input-errors', 'ctb-positions', 'tb-dtypes', 'tb-keys', 'tb-shapes']",
+    ], problems
+
+
+def test_the_lint_fails_on_a_mark_it_cannot_resolve_but_not_on_a_parametrize_row(tmp_path):
+    text = (
+        "import pytest\n\n"
+        'JOINED = "ctb-shift, ctb-positions"\n'
+        "ROWS = {'a': ('ctb-shift',)}\n\n"
+        "@pytest.mark.clause(*JOINED.split(', '))\n"
+        "def test_split(backend):\n"
+        "    pass\n\n"
+        "@pytest.mark.clause(*NOT_DEFINED)\n"
+        "def test_undefined(backend):\n"
+        "    pass\n\n"
+        "@pytest.mark.parametrize('row', [pytest.param(n, marks=pytest.mark.clause(*c)) for n, c in ROWS.items()])\n"
+        "def test_rows(backend, row):\n"
+        "    check(ok, 'x', clause='ctb-padding-mask')\n"
+    )
+    problems = tag_problems(Path("test_planted.py"), text, KNOWN, root=tmp_path)
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("test_planted.py:7: test_split: cannot resolve the clause mark argument")
+    assert "\"*JOINED.split(', ')\"" in problems[0]
+    assert problems[1].startswith(
+        "test_planted.py:11: test_undefined: cannot resolve the clause mark argument '*NOT_DEFINED'"
+    )

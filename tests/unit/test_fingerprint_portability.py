@@ -30,7 +30,7 @@ from batchspec.conformance.helpers.pipelines import (
 )
 
 sys.path.insert(0, str(ROOT / "tests" / "probe_backends"))
-import canonical_fingerprint_backend as independent  # noqa: E402
+import canonical_fingerprint_backend as independent
 
 FIXED_CASE = ROOT / "golden" / "data" / "test_state_fingerprint_of_a_fixed_pipeline" / "record.json"
 

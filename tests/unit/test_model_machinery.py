@@ -10,11 +10,11 @@ import torch
 
 pytest.importorskip("transformers")
 
-from batchspec import reference  # noqa: E402
-from batchspec.conformance.golden.stored import stored_rows  # noqa: E402
-from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch  # noqa: E402
-from batchspec.conformance.model import wiring  # noqa: E402
-from batchspec.conformance.model.documents import documents, mrope_positions  # noqa: E402
+from batchspec import reference
+from batchspec.conformance.golden.stored import stored_rows
+from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
+from batchspec.conformance.model import wiring
+from batchspec.conformance.model.documents import documents, mrope_positions
 
 EXAMPLE_A = stored_rows()  # SPEC.md's worked example A, from its golden case
 
