@@ -222,7 +222,7 @@ def test_a_reshaped_state_is_a_malformed_body_at_load(backend, scratch, mutation
             named = [name for name in CHECKS if name in str(error)]
             if named != ["malformed body"]:
                 other.append(f"{where}: ValueError naming {named}: {str(error)[:200]}")
-        except Exception as error:  # noqa: BLE001 - the clause fixes the exception type
+        except Exception as error:
             other.append(f"{where}: {type(error).__name__}: {str(error)[:200]}")
         else:
             accepted.append(where)

@@ -199,7 +199,7 @@ def convert_text_batch(
     if allow_cross_document_attention and is_int(bound):
         largest, rest = rest[0], rest[1:]
         if largest >= bound:
-            raise xdoc_bound_error(largest, cast(int, bound))
+            raise xdoc_bound_error(largest, bound)
 
     if output_format == "thd":
         seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])

@@ -101,6 +101,8 @@ def _tokens(rows: RecordRows, layout: _Layout, pad_token_id: int | None) -> torc
     flat = as_batch(rows.tokens, layout.device)
     if layout.same_length:
         return flat.view(layout.batch, layout.width)
+    if pad_token_id is None:  # unreachable: rows differ only with pad_to_length, which rules.py checks needs it
+        raise ValueError("pad_token_id is required with pad_to_length, got None")
     fill = torch.full((layout.batch, layout.width), pad_token_id, dtype=torch.int64, device=layout.device)
     return place_rows(flat, layout.lengths, layout.batch, layout.width, fill)
 

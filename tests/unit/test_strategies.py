@@ -335,7 +335,7 @@ def test_block_masks_reach_past_one_gpu_block():
         rows = mask.to(torch.int64).tolist()
         assert any(any(row) for row in rows), "no nonzero entry"
         assert all(_inside_precondition(row) for row in rows), rows
-        back = eval(cs.describe_mask(mask), {"torch": torch})  # noqa: S307 - the suite's own literal
+        back = eval(cs.describe_mask(mask), {"torch": torch})
         assert back.dtype == mask.dtype and torch.equal(back, mask)
         batch_size, length = mask.shape
         binary = mask.dtype == torch.bool or int(mask.max()) <= 1
@@ -375,7 +375,7 @@ def test_block_batches_start_a_document_or_the_pad_tail_at_a_gpu_block_edge():
         assert case.contract.return_packed_sequence_metadata
         lengths = {len(row.tokens) for row in case.rows}
         assert len(lengths) == 1 and 1 <= len(case.rows) <= 2, case
-        back = eval(cs.describe_long_rows(case.rows), {"Row": Row})  # noqa: S307 - the suite's own literal
+        back = eval(cs.describe_long_rows(case.rows), {"Row": Row})
         assert [(tuple(r.tokens), r.positions and tuple(r.positions), r.padding_length) for r in back] == [
             (r.tokens, r.positions, r.padding_length) for r in case.rows
         ]
