@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from batchspec.conformance.helpers.asserts import ClauseFailure, check
+from batchspec.conformance.helpers.asserts import ClauseFailure, check, clause_failure
 from batchspec.conformance.helpers.envelope import CHECKS, body_of, canonical_json, envelope
 from batchspec.conformance.helpers.pipelines import SpyPipeline, envelope_after, index_pipeline, make_loader
 
@@ -228,11 +228,11 @@ def test_a_reshaped_state_is_a_malformed_body_at_load(backend, scratch, mutation
             accepted.append(where)
             loader = make_loader(backend, spy)  # a later mutation must meet a loader that loaded nothing
     if accepted or other:
-        raise ClauseFailure(
+        raise clause_failure(
             f"{len(accepted) + len(other)} of {len(mutated)} states with a {mutation} were not refused at load as a "
             f"'malformed body' ValueError naming no other check; accepted at: {accepted[:5]}; "
-            f"raised otherwise: {other[:3]} [{CLAUSE}]",
-            CLAUSE,
+            f"raised otherwise: {other[:3]}",
+            clause=CLAUSE,
         )
     check(
         loader.state_dict() == {"zephon": b""},
@@ -250,6 +250,6 @@ def test_a_reshaped_state_is_a_malformed_body_at_load(backend, scratch, mutation
     whole = list(make_loader(backend, _pipeline(scratch / "whole")))
     check(
         rest == whole[POSITIONS[-1] :],
-        f"the unmutated state resumes {rest}, but should resume {whole[POSITIONS[-1] :]} [state-exact-resume]",
+        f"the unmutated state resumes {rest}, but should resume {whole[POSITIONS[-1] :]}",
         clause="state-exact-resume",
     )

@@ -153,24 +153,7 @@ def test_convert_text_batch_xdoc_bound_at_the_largest_translated_position(backen
         call_valid(backend.convert_text_batch, *args, clause="xdoc-contract", call=call)
 
 
-@pytest.mark.clause(
-    "tb-shapes",
-    "tb-dtypes",
-    "ctb-shift",
-    "ctb-positions",
-    "ctb-padding-labels",
-    "ctb-padding-mask",
-    "ctb-cross-document-targets",
-    "ctb-segment-starts",
-    "ctb-document-ids",
-    "ctb-attention-ids",
-    "ctb-ignore-index",
-    "batched-packed-seq-ids",
-    "batched-block-causal",
-    "batched-document-ids-mask",
-    "batched-metadata",
-    "ctb-input-errors",
-)
+@pytest.mark.clause(*CONVERTED_BATCH_CLAUSES)
 @pytest.mark.requires("convert_text_batch")
 @given(data=st.data())
 def test_convert_text_batch_past_one_gpu_block(backend, data):
