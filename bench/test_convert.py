@@ -15,8 +15,8 @@ import torch
 
 from batchspec.bench.conftest import skip_unless_reference_fits
 from batchspec.bench.workloads import SHAPES, documents_of, pipeline_batch, sweep_rows, tensor_batch, unpacked_batch
-from batchspec.conformance.device import sample_batch_to
 from batchspec.conformance.helpers.inputs import Contract, payload_form, rows_of, sample_batch
+from batchspec.conformance.run.device import sample_batch_to
 
 ROUTES = {
     "document_ids": (Contract(packed_mask_type="document_ids"), False, "batched"),

@@ -1,4 +1,4 @@
-"""``--device`` (conformance/device.py): the option's validation, and the wrapper's logic, run on
+"""``--device`` (conformance/run/device.py): the option's validation, and the wrapper's logic, run on
 the CPU (``placed(fn, name, "cpu")`` still copies every input, so only the transfer differs from
 an accelerator run) and with torch's ``meta`` device standing in for a device a backend should
 not have returned tensors on."""
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.backends import load_backend
-from batchspec.conformance.device import (
+from batchspec.conformance.helpers.inputs import Row, payload_form, sample_batch
+from batchspec.conformance.run.backends import load_backend
+from batchspec.conformance.run.device import (
     DeviceOptionError,
     check_device_option,
     device_problems,
@@ -22,8 +23,7 @@ from batchspec.conformance.device import (
     placed,
     sample_batch_to,
 )
-from batchspec.conformance.helpers.inputs import Row, payload_form, sample_batch
-from batchspec.conformance.records import reproduce_command
+from batchspec.conformance.run.records import reproduce_command
 
 CPU, META = torch.device("cpu"), torch.device("meta")
 
@@ -92,7 +92,7 @@ def _layers(function) -> tuple[int, object]:
 
 
 def test_the_backend_wraps_only_the_tensor_functions_off_the_cpu():
-    """Every contract function is wrapped once to tag its exceptions (conformance/backends.py,
+    """Every contract function is wrapped once to tag its exceptions (conformance/run/backends.py,
     ``raised_in``); off the CPU the tensor functions are wrapped once more, to run on the device;
     classes and constants are the backend's own objects."""
     backend = load_backend("reference")

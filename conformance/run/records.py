@@ -1,6 +1,6 @@
-"""A test's *record* (conformance/verdict.py): its outcome, the clauses it cites and is blamed
-on and how (``blame``, conformance/blame.py), its failure message and hypothesis blob, the reason and fix of a
-skip, its expectation (conformance/expectations.py), and a command that reruns it."""
+"""A test's *record* (conformance/run/verdict.py): its outcome, the clauses it cites and is blamed
+on and how (``blame``, conformance/run/blame.py), its failure message and hypothesis blob, the reason and fix of a
+skip, its expectation (conformance/run/expectations.py), and a command that reruns it."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import textwrap
 
 import pytest
 
-from batchspec.conformance import torch_state
-from batchspec.conformance.backends import Backend
-from batchspec.conformance.blame import CLAUSE_CHECK, blame_failure
-from batchspec.conformance.expectations import match_failure, match_test
 from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
-from batchspec.conformance.spec import spec_clauses
+from batchspec.conformance.run import torch_state
+from batchspec.conformance.run.backends import Backend
+from batchspec.conformance.run.blame import CLAUSE_CHECK, blame_failure
+from batchspec.conformance.run.expectations import match_failure, match_test
+from batchspec.conformance.run.spec import spec_clauses
 
 __all__ = ["GLOBAL_STATE_SUFFIX", "NOT_SUPPORTED", "global_state_record", "record_of", "reproduce_command"]
 
@@ -60,7 +60,7 @@ def reproduce_command(nodeid: str, config: pytest.Config) -> str:
 
 
 def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, cited: list[str]) -> dict:
-    """The test's record (conformance/verdict.py) from the phase that decided it; an expected
+    """The test's record (conformance/run/verdict.py) from the phase that decided it; an expected
     failure becomes pytest's xfail, an expected failure that passes its XPASS (a failure under
     ``--strict-expectations``)."""
     config = item.config
@@ -94,7 +94,7 @@ def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRepor
 
 def global_state_record(item: pytest.Item) -> dict | None:
     """The [global-state] record of a test during whose call phase the backend changed torch's
-    process-wide settings (``item.batchspec_state_changes``, conformance/torch_state.py), else
+    process-wide settings (``item.batchspec_state_changes``, conformance/run/torch_state.py), else
     None: a failure of that clause alone, named ``<test id>::[global-state]``, with the test's
     reproduce command. It stands beside the test's own record, so the clauses the test checks
     keep the outcome their checks gave (a SHOULD failure never makes them inconclusive)."""

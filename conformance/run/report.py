@@ -1,7 +1,7 @@
 """The run's report: what it says about the suite, the backend, the environment and the run
 (``header``), the report itself (``verdict.build_report``) and its files in
 ``--conformance-report=DIR`` (``report.json``, ``report.md``; ``results.jsonl`` is the
-Recorder's, conformance/recorder.py). Under pytest-xdist the controller writes them."""
+Recorder's, conformance/run/recorder.py). Under pytest-xdist the controller writes them."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from batchspec.conformance.backends import Backend
-from batchspec.conformance.package_data import INDEX
-from batchspec.conformance.package_data import ROOT as GOLDEN_ROOT
-from batchspec.conformance.spec import spec_clauses, spec_profiles, spec_version
-from batchspec.conformance.verdict import build_report, dumps, render_markdown
+from batchspec.conformance.run.backends import Backend
+from batchspec.conformance.run.package_data import INDEX
+from batchspec.conformance.run.package_data import ROOT as GOLDEN_ROOT
+from batchspec.conformance.run.spec import spec_clauses, spec_profiles, spec_version
+from batchspec.conformance.run.verdict import build_report, dumps, render_markdown
 
 __all__ = [
     "REPORT_JSON",
