@@ -1,6 +1,7 @@
 """``python -m batchspec.conformance.tools.scoreboard REPORT.json ... [--out FILE]``: several
 backends' conformance reports (``--conformance-report=DIR`` writes ``DIR/report.json``) as one
-clause x backend table in Markdown, with each backend's verdict (``conformance/run/verdict.py``)."""
+clause x backend table in Markdown, with each backend's verdict (``conformance/run/verdict.py``), rendered by
+``conformance/run/report.py`` (``render_scoreboard``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from batchspec.conformance.run.verdict import render_scoreboard
+from batchspec.conformance.run.report import render_scoreboard
 
 __all__ = ["main"]
 
