@@ -49,6 +49,7 @@ from batchspec.conformance.run.report import (
     write_report,
 )
 from batchspec.conformance.run.spec import spec_clauses, spec_version
+from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS, SELECTED_LAUNCHERS
 from batchspec.conformance.run.torch_state import guarding_test
 
 
@@ -166,7 +167,8 @@ def _share_cores(config: pytest.Config) -> None:
 
 
 def _configure_run(config: pytest.Config) -> None:
-    """The backend, device, launchers and expectations of the run, on ``config``.
+    """The backend, device, launchers and expectations of the run, on ``config.stash``
+    (conformance/run/stash.py).
 
     Raises:
         pytest.UsageError: see ``pytest_configure``.
@@ -175,7 +177,7 @@ def _configure_run(config: pytest.Config) -> None:
     if len(names) > 1:
         raise pytest.UsageError(f"--backend was given {len(names)} times ({', '.join(names)}): a run tests one backend")
     name = names[0] if names else None
-    config._batchspec_backend_spec = name
+    config.stash[BACKEND_SPEC] = name
     if config.getoption("--list-backends"):
         print(_backend_list(name))
         pytest.exit("listed the known backends", returncode=0)
@@ -190,14 +192,14 @@ def _configure_run(config: pytest.Config) -> None:
     except DeviceOptionError as error:
         raise pytest.UsageError(str(error)) from None
     try:
-        config._batchspec_backend = dataclasses.replace(load_backend(name), device=device)
+        config.stash[BACKEND] = dataclasses.replace(load_backend(name), device=device)
     except BackendError as error:
         raise pytest.UsageError(str(error)) from None
-    config._batchspec_launchers = parse_launchers(config.getoption("--launcher"))
+    config.stash[SELECTED_LAUNCHERS] = parse_launchers(config.getoption("--launcher"))
     _check_timeout(config)
     path = config.getoption("--expectations")
     try:
-        config._batchspec_expectations = load_expectations(path, spec_clauses()) if path else []
+        config.stash[EXPECTATIONS] = load_expectations(path, spec_clauses()) if path else []
     except ExpectationsError as error:
         raise pytest.UsageError(str(error)) from None
     load_run_profile(release=config.getoption("--release"), shrink=config.getoption("--shrink"))
@@ -253,7 +255,7 @@ def _backend_list(extra: str | None = None) -> str:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    backend: Backend = config._batchspec_backend
+    backend: Backend = config.stash[BACKEND]
     missing = sorted(set(CAPABILITIES) - backend.capabilities)
     how = "declared" if backend.declared else "inferred from its attributes"
     return [
@@ -276,7 +278,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         ),
         *(["  release run: hypothesis derandomized, no example database"] if config.getoption("--release") else []),
         *(
-            [f"  expectations: {len(config._batchspec_expectations)} entries from {config.getoption('--expectations')}"]
+            [f"  expectations: {len(config.stash[EXPECTATIONS])} entries from {config.getoption('--expectations')}"]
             if config.getoption("--expectations")
             else []
         ),
@@ -294,7 +296,7 @@ def scratch(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def backend(request: pytest.FixtureRequest) -> Backend:
     """The backend under test; conformance tests reach the code under test only through it."""
-    return request.config._batchspec_backend
+    return request.config.stash[BACKEND]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -311,7 +313,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    backend: Backend = item.config._batchspec_backend
+    backend: Backend = item.config.stash[BACKEND]
     for mark in item.iter_markers("requires"):
         for capability in mark.args:
             if not backend.supports(capability):

@@ -28,6 +28,7 @@ from batchspec.conformance.run.backends import Backend
 from batchspec.conformance.run.blame import EVERY_CITED_CLAUSE, SUITE_ERROR
 from batchspec.conformance.run.records import reproduce_command
 from batchspec.conformance.run.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, is_worker, run_report, write_report
+from batchspec.conformance.run.stash import BACKEND
 
 __all__ = ["CTRL_C", "WORKER_GRACE_S", "Recorder", "Terminated"]
 
@@ -281,7 +282,7 @@ class Recorder:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.report is None:
             return
-        backend: Backend = self.config._batchspec_backend
+        backend: Backend = self.config.stash[BACKEND]
         verdict = self.report["verdict"]
         terminalreporter.section(f"batchspec clauses: backend {backend.name} {backend.version}")
         for clause, row in self.report["clauses"].items():

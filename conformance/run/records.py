@@ -19,6 +19,7 @@ from batchspec.conformance.run.backends import Backend
 from batchspec.conformance.run.blame import CLAUSE_CHECK, blame_failure
 from batchspec.conformance.run.expectations import match_failure, match_test
 from batchspec.conformance.run.spec import spec_clauses
+from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS
 
 __all__ = ["GLOBAL_STATE_SUFFIX", "NOT_SUPPORTED", "global_state_record", "record_of", "reproduce_command"]
 
@@ -44,8 +45,8 @@ def reproduce_command(nodeid: str, config: pytest.Config) -> str:
     the node id (it resolves ids in the installed suite) and the run's ``--device``,
     ``--release`` and ``--expectations``; else pytest, from its rootdir (pytest's node ids are
     relative to it)."""
-    backend: Backend = config._batchspec_backend
-    options = [f"--backend={shlex.quote(config._batchspec_backend_spec)}"]
+    backend: Backend = config.stash[BACKEND]
+    options = [f"--backend={shlex.quote(config.stash[BACKEND_SPEC])}"]
     if backend.device != "cpu":
         options.append(f"--device={shlex.quote(backend.device)}")
     if config.getoption("--batchspec-command"):
@@ -64,7 +65,7 @@ def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRepor
     failure becomes pytest's xfail, an expected failure that passes its XPASS (a failure under
     ``--strict-expectations``)."""
     config = item.config
-    expectations = config._batchspec_expectations
+    expectations = config.stash[EXPECTATIONS]
     nodeid = plain_nodeid(item.nodeid)
     record = {"nodeid": nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
     record["reproduce"] = reproduce_command(nodeid, config)
@@ -114,7 +115,8 @@ def global_state_record(item: pytest.Item) -> dict | None:
         "reproduce": reproduce_command(nodeid, config),
         "hypothesis": None,
     }
-    entry = match_failure(config._batchspec_expectations, record["nodeid"], [torch_state.CLAUSE])
+    expectations = config.stash[EXPECTATIONS]
+    entry = match_failure(expectations, record["nodeid"], [torch_state.CLAUSE])
     if entry is not None:
         record.update(outcome="expected failure", expectation=entry.index)
     return record

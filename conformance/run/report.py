@@ -25,6 +25,7 @@ from batchspec.conformance.run.backends import Backend
 from batchspec.conformance.run.package_data import INDEX
 from batchspec.conformance.run.package_data import ROOT as GOLDEN_ROOT
 from batchspec.conformance.run.spec import spec_clauses, spec_profiles, spec_version
+from batchspec.conformance.run.stash import BACKEND, EXPECTATIONS
 from batchspec.conformance.run.verdict import bounded, build_report
 
 __all__ = [
@@ -88,7 +89,7 @@ def header(config: pytest.Config) -> dict:
     """What the report says about the suite, the backend, the environment and the run; a backend
     that was not loaded (refused, or a usage error came first) has ``loaded: false`` and
     ``unknown`` fields."""
-    backend: Backend | None = getattr(config, "_batchspec_backend", None)
+    backend: Backend | None = config.stash.get(BACKEND, None)
 
     def installed(name: str) -> str:
         try:
@@ -154,12 +155,12 @@ def run_report(
 ) -> dict:
     """The run's report (``verdict.build_report``) from what ``config`` knows: the backend's
     declared profiles and the expectations when they were loaded, none otherwise."""
-    backend: Backend | None = getattr(config, "_batchspec_backend", None)
+    backend: Backend | None = config.stash.get(BACKEND, None)
     profiles = spec_profiles()
     return build_report(
         records,
         levels=spec_clauses(),
-        expectations=getattr(config, "_batchspec_expectations", []),
+        expectations=config.stash.get(EXPECTATIONS, []),
         strict_expectations=config.getoption("--strict-expectations"),
         header=header(config),
         declared_clauses={c for p in backend.capabilities for c in profiles.get(p, ())} if backend else (),

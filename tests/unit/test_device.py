@@ -24,6 +24,7 @@ from batchspec.conformance.run.device import (
     sample_batch_to,
 )
 from batchspec.conformance.run.records import reproduce_command
+from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC
 
 CPU, META = torch.device("cpu"), torch.device("meta")
 
@@ -62,12 +63,10 @@ def test_a_cuda_index_past_the_devices_is_refused(monkeypatch):
 def _config(tmp_path, device: str = "cpu", command: bool = False, **options):
     """What ``reproduce_command`` reads of a pytest config."""
     values = {"--batchspec-command": command, "--release": False, "--expectations": None, **options}
-    return SimpleNamespace(
-        _batchspec_backend=dataclasses.replace(load_backend("reference"), device=device),
-        _batchspec_backend_spec="reference",
-        rootpath=tmp_path,
-        getoption=values.__getitem__,
-    )
+    stash = pytest.Stash()
+    stash[BACKEND] = dataclasses.replace(load_backend("reference"), device=device)
+    stash[BACKEND_SPEC] = "reference"
+    return SimpleNamespace(stash=stash, rootpath=tmp_path, getoption=values.__getitem__)
 
 
 def test_the_reproduce_command_names_a_device_other_than_the_cpu(tmp_path):
