@@ -14,7 +14,6 @@ tests"):
 
 from __future__ import annotations
 
-import os
 import sys
 import tomllib
 from pathlib import Path
@@ -43,13 +42,17 @@ def _run(session: nox.Session, *args: str, env: dict[str, str] | None = None) ->
     session.run(sys.executable, "-m", *args, external=True, env=env)
 
 
-def _mypy_tree() -> None:
-    """Lay out build/mypy/batchspec/ as the wheel installs it, out of links: batchspec/'s files,
-    and each folder pyproject.toml's package-dir maps to ``batchspec.<folder>``, so that mypy
-    (``mypy_path = "build/mypy"``) resolves ``batchspec.reference`` and the rest from the tree."""
+def _mypy_tree() -> Path:
+    """Lay out the package as the wheel installs it, out of links, under the environment nox runs
+    in (``<venv>/batchspec-mypy/batchspec/``): batchspec/'s files, and each folder pyproject.toml's
+    package-dir maps to ``batchspec.<folder>``, so that mypy resolves ``batchspec.reference`` and
+    the rest from the tree (``MYPYPATH``). The tree and mypy's cache live in the environment, not in
+    the checkout, so a search of the checkout (``grep -R`` included) never finds a module twice
+    (CONTRIBUTING.md, "Import paths"). Returns the folder that holds the tree and the cache."""
     root = Path(__file__).resolve().parent
     mapping = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
-    tree = root / "build" / "mypy" / "batchspec"
+    base = Path(sys.prefix) / "batchspec-mypy"
+    tree = base / "batchspec"
     tree.mkdir(parents=True, exist_ok=True)
     links = {p.name: p for p in (root / "batchspec").iterdir() if p.suffix in {".py", ".pyi"}}
     links.update({name.split(".", 1)[1]: root / folder for name, folder in mapping.items()})
@@ -60,12 +63,13 @@ def _mypy_tree() -> None:
         link = tree / name
         if not (link.is_symlink() and link.resolve() == target.resolve()):
             link.unlink(missing_ok=True)
-            link.symlink_to(os.path.relpath(target, tree))
+            link.symlink_to(target)
+    return base
 
 
 def _types(session: nox.Session, *args: str) -> None:
-    _mypy_tree()
-    _run(session, "mypy", *args)
+    base = _mypy_tree()
+    _run(session, "mypy", "--cache-dir", str(base / "cache"), *args, env={"MYPYPATH": str(base)})
 
 
 def _lint(session: nox.Session) -> None:

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from batchspec.backends.automodel import EXPECTED_DIFFERENCES
-from batchspec.conformance.spec import spec_clauses
-from batchspec.conformance.verdict import STATUSES
+from batchspec.conformance.run.spec import spec_clauses
+from batchspec.conformance.run.verdict import STATUSES
 
 __all__ = ["BEGIN", "DOC", "END", "SPEC", "main", "render", "section_of", "unexplained"]
 

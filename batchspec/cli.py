@@ -14,9 +14,9 @@ suite prints them in its reproduce commands; with none, the whole suite runs.
 
 The run uses ``batchspec/pytest.ini`` as its configuration (never the configuration of the
 directory it starts in), keeps pytest's cache in ``./.pytest_cache``, and exits with the
-verdict's status (conformance/verdict.py). Tests run in pytest-xdist workers (two where two
+verdict's status (conformance/run/verdict.py). Tests run in pytest-xdist workers (two where two
 cores exist, else one, unless ``-n`` is given; ``-p no:xdist`` runs them in this process), so a
-backend that crashes fails the test it crashed in (once: conformance/scheduling.py), and one
+backend that crashes fails the test it crashed in (once: conformance/run/scheduling.py), and one
 that hangs fails it after the per-test timeout (``--timeout``, default 900 s); the run then goes
 on, within the whole run's bound (``--run-timeout``). With ``-p no:xdist``, pytest-xdist's
 options (``-n``, ``--dist``) are dropped, and the command says so.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from batchspec.conformance.package_data import on_disk
+from batchspec.conformance.run.package_data import on_disk
 
 __all__ = ["main", "suite_root", "version_line"]
 
@@ -110,8 +110,8 @@ def default_workers() -> int:
 def version_line() -> str:
     """What ``batchspec --version`` prints first (pytest's version follows): the suite's version
     and the SPEC version it checks."""
-    from batchspec.conformance.report import suite_version
-    from batchspec.conformance.spec import spec_version
+    from batchspec.conformance.run.report import suite_version
+    from batchspec.conformance.run.spec import spec_version
 
     return f"batchspec {suite_version()}: conformance suite for SPEC {spec_version()}"
 

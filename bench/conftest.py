@@ -1,7 +1,7 @@
 """``pytest bench --backend=A [--backend=B ...] [--device=cuda] [--bench-shapes=8x4096,...]``.
 
 Options: ``--backend`` (repeatable) and ``--device`` are the conformance suite's own
-(``conformance/options.py``); ``--bench-shapes`` restricts the ``convert_text_batch`` shapes.
+(``conformance/run/options.py``); ``--bench-shapes`` restricts the ``convert_text_batch`` shapes.
 Every benchmark records, in pytest-benchmark's ``extra_info``, the schema ``bench/report.py``
 reads: ``workload``, ``family``, ``implementation``, ``kind``, ``tokens`` (or ``items``),
 ``shape``, ``route``, ``payload``, ``documents_per_row``, ``ops``, ``bytes_materialised``,
@@ -23,9 +23,9 @@ import torch
 
 from batchspec.bench.counting import counted
 from batchspec.bench.workloads import BACKENDS, DEVICE, SELECTED_SHAPES
-from batchspec.conformance.backends import BackendError, load_backend
-from batchspec.conformance.device import DeviceOptionError, check_device_option
-from batchspec.conformance.options import add_backend_option, add_device_option
+from batchspec.conformance.run.backends import BackendError, load_backend
+from batchspec.conformance.run.device import DeviceOptionError, check_device_option
+from batchspec.conformance.run.options import add_backend_option, add_device_option
 
 # The reference's per-token Python loops take minutes beyond this many tokens per call; its
 # benchmarks stop there (the report leaves its ratio blank on larger shapes).

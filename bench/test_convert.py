@@ -23,8 +23,8 @@ from batchspec.bench.workloads import (
     tensor_batch,
     unpacked_batch,
 )
-from batchspec.conformance.device import sample_batch_to
 from batchspec.conformance.helpers.inputs import Contract, payload_form, rows_of, sample_batch
+from batchspec.conformance.run.device import sample_batch_to
 
 ROUTES = {
     "document_ids": (Contract(packed_mask_type="document_ids"), False, "batched"),

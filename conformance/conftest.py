@@ -1,7 +1,7 @@
-"""Loads the conformance plugin (``conformance/plugin.py``) for runs from a checkout: pytest
+"""Loads the conformance plugin (``conformance/run/plugin.py``) for runs from a checkout: pytest
 finds a conftest's hooks and fixtures by name, so they are re-exported here."""
 
-from batchspec.conformance.plugin import (  # noqa: F401
+from batchspec.conformance.run.plugin import (  # noqa: F401
     backend,
     pytest_addoption,
     pytest_collection_modifyitems,

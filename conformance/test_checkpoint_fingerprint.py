@@ -90,7 +90,7 @@ def test_fingerprint_ignores_runtime_options(backend, scratch):
 
 _SUBPROCESS = """
 import json, os, sys
-from batchspec.conformance.backends import load_backend
+from batchspec.conformance.run.backends import load_backend
 from batchspec.conformance.helpers.pipelines import index_pipeline, make_loader, take
 backend = load_backend({backend!r})
 loader = make_loader(backend, index_pipeline({scratch!r}, 40, 8, "redistribute", pack=(8, "wrap")))

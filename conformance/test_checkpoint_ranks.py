@@ -45,6 +45,7 @@ from batchspec.conformance.multirank.checks import (
 from batchspec.conformance.multirank.jobs import MPI4PY_MISSING, MPIEXEC, launch, rank_environment
 from batchspec.conformance.multirank.launchers import LAUNCHERS, XDIST_GROUP_PREFIX
 from batchspec.conformance.multirank.zygote import Zygote
+from batchspec.conformance.run.stash import BACKEND_SPEC, SELECTED_LAUNCHERS
 
 C = 4  # canonical_replicas of the scenarios unless a test says otherwise
 
@@ -57,7 +58,7 @@ def launcher(request) -> str:
     """The process launcher of this run of the scenarios (``--launcher``). Under pytest-xdist's
     ``--dist=loadgroup`` (the ``batchspec`` command's default) each launcher's scenarios run in
     one worker, beside the other launcher's."""
-    selected = request.config._batchspec_launchers
+    selected = request.config.stash[SELECTED_LAUNCHERS]
     if request.param not in selected:
         skip(f"launcher {request.param!r} not selected (--launcher={','.join(selected)})", "--launcher=mpiexec,torch")
     if request.param == "mpiexec":
@@ -86,7 +87,7 @@ def zygote(request):
     if request.config.getoption("--rank-processes") == "new":
         yield None
         return
-    forks = Zygote(rank_environment(request.config._batchspec_backend_spec), Path.cwd())
+    forks = Zygote(rank_environment(request.config.stash[BACKEND_SPEC]), Path.cwd())
     yield forks
     forks.close()
 
@@ -94,7 +95,7 @@ def zygote(request):
 @pytest.fixture(scope="module")
 def run(launcher, request):
     """``run(ranks, workdir, name, **params)``: one job of the selected launcher and backend."""
-    backend_spec = request.config._batchspec_backend_spec
+    backend_spec = request.config.stash[BACKEND_SPEC]
     forks = request.getfixturevalue("zygote")
 
     def run_job(ranks, workdir, name, **params):

@@ -1,5 +1,5 @@
 """The contract's signatures ([api-signatures]): every name a backend's profiles cover has the
-SPEC's parameter names, order, keyword-only markers and defaults (conformance/interface.py)."""
+SPEC's parameter names, order, keyword-only markers and defaults (conformance/run/interface.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from batchspec.conformance.helpers.asserts import check
-from batchspec.conformance.interface import REQUIRED, SIGNATURES, signature_problems
+from batchspec.conformance.run.interface import REQUIRED, SIGNATURES, signature_problems
 
 # Clauses that single out a signature rule besides [api-signatures].
 EXTRA_CLAUSES = {

@@ -1,7 +1,7 @@
 """[global-state] (SPEC.md, "Conformance", "Process-wide state"): a call of the contract leaves
 torch's process-wide settings as it found them.
 
-Every call of every test is watched (conformance/torch_state.py: the settings are set back after
+Every call of every test is watched (conformance/run/torch_state.py: the settings are set back after
 each call and each test, and a change fails the test that made it). This check calls each
 contract function and class on a valid stored input of its own with settings a user may well
 have and a process rarely starts with (``unusual_settings``), so that a backend that sets one to
@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 from batchspec.conformance.golden.adapters import call
-from batchspec.conformance.goldens import load_all
 from batchspec.conformance.helpers.asserts import check
-from batchspec.conformance.torch_state import CLAUSE, restore, snapshot, take_changes, unusual_settings
+from batchspec.conformance.run.torch_state import CLAUSE, restore, snapshot, take_changes, unusual_settings
+from batchspec.conformance.tools.goldens import load_all
 
 
 def _first_cases() -> list:

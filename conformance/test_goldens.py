@@ -1,6 +1,6 @@
 """Every golden case of ``golden/`` (issue #5), run against the backend under test.
 
-Cases are loaded only through the verified path of ``batchspec.conformance.goldens``: each file must be
+Cases are loaded only through the verified path of ``batchspec.conformance.tools.goldens``: each file must be
 listed in ``golden/index.json`` with a matching sha256 before it is parsed (safetensors and
 JSON, never pickle), and a file under ``golden/data`` that the index does not list fails
 collection. Each case carries its SPEC clauses and the capabilities it needs.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from batchspec.conformance.goldens import load_all, run_stored_case
+from batchspec.conformance.tools.goldens import load_all, run_stored_case
 
 CASES = load_all()
 

@@ -43,7 +43,7 @@ __version__ = "0.1.0"
 # The SPEC.md version this backend implements; the suite refuses a backend of another major.
 BATCHSPEC_SPEC_VERSION = "1.4"
 
-# What this backend implements, in the names conformance/backends.py defines. A conformance
+# What this backend implements, in the names conformance/run/backends.py defines. A conformance
 # test that needs a capability missing here reports "not supported" instead of failing.
 BATCHSPEC_CAPABILITIES = frozenset(
     {

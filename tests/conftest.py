@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from _suite import BackgroundRun, long_run, long_runs_last, start_long_runs, stop_long_runs
 
-from batchspec.conformance import goldens
 from batchspec.conformance.golden.store import load_all
+from batchspec.conformance.tools import goldens
 
 # fixture name -> the conformance run's arguments. The vectorized run leaves out the multi-rank
 # scenarios: its ZephonDataLoader is the reference's (whose run covers them), and they are most

@@ -4,7 +4,7 @@ installed): defining, generating, storing, loading and running golden cases. One
 - ``api``: the public case API that ``golden/cases/*.py`` import (``Case``, ``rows``, literals);
 - ``discovery``: finding the ``case_*`` functions of ``golden/cases/*.py``;
 - ``adapters``: one adapter per golden target (call, capabilities, key order), derived from the
-  records of ``conformance/functions.py``; ``calls`` (the run functions), with ``inputs``
+  records of ``conformance/run/functions.py``; ``calls`` (the run functions), with ``inputs``
   (building call arguments) and ``loader_script`` (loader scenarios);
 - ``errors``: ``GoldenError`` and the error-type map;
 - ``records`` and ``store``: serialisation, and verified loading (sha256 index, safetensors, JSON);
@@ -12,7 +12,7 @@ installed): defining, generating, storing, loading and running golden cases. One
   that need them on a live object (``conformance/test_*.py``);
 - ``build`` (generation from the reference) and ``runner`` (a stored case against a backend);
   both compare with the suite's own asserts, ``conformance/helpers/asserts.py``;
-- ``render`` and ``commands``: SPEC.md's golden blocks, and ``python -m batchspec.conformance.goldens``.
+- ``render`` and ``commands``: SPEC.md's golden blocks, and ``python -m batchspec.conformance.tools.goldens``.
 
-``batchspec.conformance.goldens`` re-exports the names other code uses.
+``batchspec.conformance.tools.goldens`` re-exports the names other code uses.
 """

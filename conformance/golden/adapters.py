@@ -1,7 +1,7 @@
 """The golden adapters: how a golden case calls the target it names (``Case.function``), derived
-from the records of ``conformance/functions.py`` (one per contract function; the run
+from the records of ``conformance/run/functions.py`` (one per contract function; the run
 functions are in ``conformance/golden/calls.py``): how to build its inputs and call the
-backend (``run``), which backend capabilities it needs (conformance/backends.py), and whether
+backend (``run``), which backend capabilities it needs (conformance/run/backends.py), and whether
 its output key order is part of the contract.
 
 ``run(impl, inputs, options)`` receives a private deep copy of the decoded inputs and returns
@@ -20,7 +20,9 @@ from typing import Any
 
 import torch
 
-from batchspec.conformance.functions import (
+from batchspec.conformance.golden.errors import GoldenError
+from batchspec.conformance.golden.inputs import tensors_in
+from batchspec.conformance.run.functions import (
     CONSTANTS,
     FUNCTIONS,
     ContractConstant,
@@ -29,8 +31,6 @@ from batchspec.conformance.functions import (
     OptionCapability,
     Run,
 )
-from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.golden.inputs import tensors_in
 
 __all__ = ["ADAPTERS", "Adapter", "OptionCapability", "adapter", "call", "capabilities_of"]
 
@@ -66,7 +66,7 @@ def _adapter(record: ContractFunction | ContractConstant, golden: GoldenCall) ->
     )
 
 
-# target -> adapter, from the records of conformance/functions.py
+# target -> adapter, from the records of conformance/run/functions.py
 _RECORDS: tuple[ContractFunction | ContractConstant, ...] = (*FUNCTIONS.values(), *CONSTANTS.values())
 ADAPTERS: dict[str, Adapter] = {
     golden.target: _adapter(record, golden) for record in _RECORDS for golden in record.goldens
@@ -81,7 +81,7 @@ def adapter(function: str) -> Adapter:
 
 
 def capabilities_of(function: str, options: Mapping[str, Any]) -> tuple[str, ...]:
-    """The backend capabilities (conformance/backends.py) a case needs."""
+    """The backend capabilities (conformance/run/backends.py) a case needs."""
     return adapter(function).capabilities_for(options)
 
 

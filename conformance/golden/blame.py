@@ -4,7 +4,7 @@ A golden case cites every clause it pins, up to a dozen. When one key of the out
 only the clauses that define *that key* are broken: ``cu_seqlens`` of ``get_unpad_data`` is
 [unpad-binary] or [unpad-indexed], its ``indices`` [unpad-outputs]. ``OUTPUT_CLAUSES`` maps
 each function's output keys to the clauses SPEC.md gives them (section 2 for the metadata
-functions, 5-8 for the others), read from the function's record (``conformance/functions.py``,
+functions, 5-8 for the others), read from the function's record (``conformance/run/functions.py``,
 ``output_clauses``; ``convert_text_batch`` outputs use SPEC's own field table,
 ``conformance/helpers/fields.py``). ``blame`` narrows those to the clauses the case cites
 when some of them are cited, and falls back to the case's own clauses for a key the table
@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from batchspec.conformance.functions import FUNCTIONS
-from batchspec.conformance.spec import split_citation
+from batchspec.conformance.run.functions import FUNCTIONS
+from batchspec.conformance.run.spec import split_citation
 
 __all__ = [
     "KEY_SET_CLAUSES",
@@ -34,7 +34,7 @@ __all__ = [
 
 # function -> output key -> the clauses that define that key's value ("*": any other key), and
 # function -> the clauses its output's key set (and order) is defined by: from the records of
-# conformance/functions.py
+# conformance/run/functions.py
 OUTPUT_CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
     name: dict(record.output_clauses) for name, record in FUNCTIONS.items() if record.output_clauses
 }

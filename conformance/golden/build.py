@@ -15,7 +15,7 @@ from batchspec.conformance.golden.discovery import all_cases
 from batchspec.conformance.golden.errors import GoldenError, error_record, error_type
 from batchspec.conformance.golden.records import case_files, index_bytes, plain, split
 from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises
-from batchspec.conformance.spec import spec_version
+from batchspec.conformance.run.spec import spec_version
 
 __all__ = ["all_files", "build_files", "raised_outcomes"]
 

@@ -1,5 +1,5 @@
 """How a golden case calls each contract function: one ``run(impl, inputs, options)`` per
-golden target (``Case.function``), named by the records of ``conformance/functions.py``.
+golden target (``Case.function``), named by the records of ``conformance/run/functions.py``.
 
 ``run`` receives a private deep copy of the decoded inputs (``conformance/golden/adapters.py``,
 ``call``) and returns ``(output, mutations)``: the normalized output and the input mutations

@@ -1,10 +1,10 @@
 """Regenerate the golden files, check them, and render SPEC.md's golden blocks.
 
-Commands (``conformance/goldens.py`` delegates here)::
+Commands (``conformance/tools/goldens.py`` delegates here)::
 
-    python -m batchspec.conformance.goldens                # regenerate every case, rewrite the index
-    python -m batchspec.conformance.goldens --check        # regenerate in memory; exit 1 on any difference
-    python -m batchspec.conformance.goldens --render-spec  # rewrite SPEC.md's <!-- golden:NAME --> blocks
+    python -m batchspec.conformance.tools.goldens                # regenerate every case, rewrite the index
+    python -m batchspec.conformance.tools.goldens --check        # regenerate in memory; exit 1 on any difference
+    python -m batchspec.conformance.tools.goldens --render-spec  # rewrite SPEC.md's <!-- golden:NAME --> blocks
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from batchspec.conformance.golden.discovery import all_cases
 from batchspec.conformance.golden.errors import GoldenError
 from batchspec.conformance.golden.render import render_spec
 from batchspec.conformance.golden.store import load_all
-from batchspec.conformance.package_data import REGENERATE, ROOT, SPEC
+from batchspec.conformance.run.package_data import REGENERATE, ROOT, SPEC
 
 __all__ = ["check", "main", "regenerate"]
 

@@ -12,7 +12,7 @@ from types import ModuleType
 
 from batchspec.conformance.golden.api import Case
 from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.package_data import CASES_DIR
+from batchspec.conformance.run.package_data import CASES_DIR
 
 __all__ = ["all_cases", "case_modules"]
 

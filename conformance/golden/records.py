@@ -17,7 +17,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.package_data import EXPECTED, INPUTS, RECORD, REGENERATE, TENSOR
+from batchspec.conformance.run.package_data import EXPECTED, INPUTS, RECORD, REGENERATE, TENSOR
 
 __all__ = ["case_files", "index_bytes", "join", "json_bytes", "parse_json", "parse_tensors", "plain", "split"]
 

@@ -12,7 +12,7 @@ import torch
 from batchspec.conformance.golden.api import Case
 from batchspec.conformance.golden.errors import GoldenError
 from batchspec.conformance.golden.inputs import tensors_in
-from batchspec.conformance.package_data import REGENERATE
+from batchspec.conformance.run.package_data import REGENERATE
 
 __all__ = ["BLOCK", "render_case", "render_spec"]
 

@@ -1,5 +1,5 @@
 """The inputs of stored golden cases (``golden/data``, read through the verified path of
-``batchspec.conformance.goldens``), for the conformance checks that need a golden case's input on a
+``batchspec.conformance.tools.goldens``), for the conformance checks that need a golden case's input on a
 live object: aliasing, in-place mutation, identity, device placement, the type of a returned
 value. The input is defined once, in the case (``golden/cases/*.py``); these checks reuse it
 instead of restating it.

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from batchspec.conformance.package_data import ROOT as GOLDEN_ROOT
+from batchspec.conformance.run.package_data import ROOT as GOLDEN_ROOT
 
 __all__ = [
     "BOS_ID",

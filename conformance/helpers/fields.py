@@ -27,7 +27,7 @@ from batchspec.conformance.helpers.asserts import (
     summary,
 )
 from batchspec.conformance.helpers.inputs import Row, row_positions, unpacked_row
-from batchspec.conformance.spec import spec_field_clauses, split_citation
+from batchspec.conformance.run.spec import spec_field_clauses, split_citation
 
 __all__ = [
     "FIELD_ORDER",

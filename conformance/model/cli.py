@@ -59,7 +59,6 @@ def _cell(result) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the check and print the table; returns the exit status."""
     args = _parser().parse_args(argv)
-    from batchspec.conformance.backends import BackendError, load_backend
     from batchspec.conformance.helpers.asserts import SuiteError
     from batchspec.conformance.model import wiring
     from batchspec.conformance.model.equivalence import RouteResult, check_route
@@ -72,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         tiny_llama_config,
     )
     from batchspec.conformance.model.routes import ROUTES
+    from batchspec.conformance.run.backends import BackendError, load_backend
 
     try:
         config = load_config(args.config)

@@ -4,7 +4,7 @@
         --params '{"take": 1, "save": true, ...}'
 
 Every rank runs ``scenarios.rank_main``: it resolves ``--backend`` with
-``batchspec.conformance.backends.load_backend``, runs ``scenarios.run_phase`` and writes
+``batchspec.conformance.run.backends.load_backend``, runs ``scenarios.run_phase`` and writes
 ``DIR/rank{rank}.json``. The job exits 0 when every rank
 succeeded, 1 otherwise (each rank exits with the job's status, after the others finished).
 """

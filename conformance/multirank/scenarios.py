@@ -205,7 +205,7 @@ def rank_main(group: Group, backend_spec: str, params: dict, out_dir: str | Path
         import logging
 
         logging.getLogger("zephon").setLevel(logging.ERROR)
-        from batchspec.conformance.backends import load_backend
+        from batchspec.conformance.run.backends import load_backend
 
         ok = run_phase(group, load_backend(backend_spec), params, out_dir)
     except BaseException as error:  # set-up failure: report and join the exit vote

@@ -93,7 +93,7 @@ def run_mutant(name: str, workdir: Path) -> dict:
         "no:cacheprovider",
         "-q",
         # the batchspec command's distribution: a crash fails its own test and the run goes on
-        # (conformance/scheduling.py); in-process, a segfault ended the run with no report at all
+        # (conformance/run/scheduling.py); in-process, a segfault ended the run with no report at all
         "-n",
         "1",
         "--dist",
@@ -110,7 +110,7 @@ def run_mutant(name: str, workdir: Path) -> dict:
         error = "; ".join(report["verdict"]["errors"])
         return {"mutant": name, "summary": summary, "declared": clauses, "killed": False, "error": error}
     failures = report["failures"]
-    # a test whose process died is blamed on every clause it cites (conformance/recorder.py): nothing
+    # a test whose process died is blamed on every clause it cites (conformance/run/recorder.py): nothing
     # tells which one the crash broke, so its blame is left out of the blame columns and precision
     crashed = [f for f in failures if f["message"].startswith("the test's process died")]
     attributed = [f for f in failures if f not in crashed]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from mutant_base import reference, reference_with  # tests/mutants, on PYTHONPATH with this folder
 
-from batchspec.conformance.goldens import load_case
+from batchspec.conformance.tools.goldens import load_case
 
 VALID_CASE = "test_unpad_generated_00"
 

@@ -1,6 +1,6 @@
 """Backends whose ``BATCHSPEC_CAPABILITIES`` is malformed (``--backend=capability_backends:NAME``):
 each is the reference with its declaration replaced, and each must be refused before any test
-runs, with a report that says why (conformance/backends.py, ``_declared_capabilities``).
+runs, with a report that says why (conformance/run/backends.py, ``_declared_capabilities``).
 
 - ``GENERATOR``: the reference's profiles as a generator, which a reader consumes (read once
   by validation, the run saw no profile and passed with 0 tests);

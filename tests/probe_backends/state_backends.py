@@ -1,7 +1,7 @@
 """Backends that change torch's process-wide settings and leave them changed
 (``--backend=state_backends:NAME``); each is the reference with one change. The suite sets the
 settings back after each call and each test, and blames the test whose call changed them on
-[global-state] (conformance/torch_state.py), never the later, unrelated tests.
+[global-state] (conformance/run/torch_state.py), never the later, unrelated tests.
 
 - ``HALF_DEFAULT``: ``adapt_model_inputs`` calls ``torch.set_default_dtype(torch.float16)``
   (a kernel's set-up left behind): every later test builds its float tensors in float16, and

@@ -20,7 +20,7 @@ import torch
 from mutant_base import reference_with  # tests/mutants, on PYTHONPATH with this folder
 
 from batchspec import reference
-from batchspec.conformance.goldens import load_case
+from batchspec.conformance.tools.goldens import load_case
 
 BATCHSPEC_SPEC_VERSION = reference.BATCHSPEC_SPEC_VERSION
 ABORT_CASE, HANG_CASE = "test_unpad_binary_int", "test_unpad_split_id"

@@ -1,5 +1,5 @@
 """The committed clause index (docs/clauses.md) is current: ``python -m
-batchspec.conformance.clause_index --check`` collects the whole suite to read the tests' marks
+batchspec.conformance.tools.clause_index --check`` collects the whole suite to read the tests' marks
 (the slow part of ``tests/unit/test_clause_index.py``).
 """
 
@@ -13,7 +13,7 @@ from _suite import ROOT
 
 def test_the_committed_clause_index_is_current():
     done = subprocess.run(
-        [sys.executable, "-m", "batchspec.conformance.clause_index", "--check"],
+        [sys.executable, "-m", "batchspec.conformance.tools.clause_index", "--check"],
         cwd=ROOT,
         capture_output=True,
         text=True,

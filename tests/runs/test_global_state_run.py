@@ -1,4 +1,4 @@
-"""torch's process-wide settings around the backend (conformance/torch_state.py, SPEC.md
+"""torch's process-wide settings around the backend (conformance/run/torch_state.py, SPEC.md
 [global-state]): a backend that leaves one changed is blamed on [global-state] in the test whose
 call changed it, the settings are set back, and later, unrelated tests pass as they would have.
 Planted backends: ``tests/probe_backends/state_backends.py``."""

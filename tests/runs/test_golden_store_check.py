@@ -1,4 +1,4 @@
-"""``batchspec.conformance.goldens --check`` (the slow part of ``tests/unit/test_golden_store.py``):
+"""``batchspec.conformance.tools.goldens --check`` (the slow part of ``tests/unit/test_golden_store.py``):
 it passes on the committed tree and fails on a stale file or a SPEC example block that disagrees;
 each check regenerates every stored case with the reference.
 """
@@ -9,15 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from batchspec.conformance import goldens
+from batchspec.conformance.tools import goldens
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_check_passes_on_the_committed_tree():
-    """`python -m batchspec.conformance.goldens --check` regenerates byte-identical files and SPEC blocks."""
+    """`python -m batchspec.conformance.tools.goldens --check` regenerates byte-identical files and SPEC blocks."""
     result = subprocess.run(
-        [sys.executable, "-m", "batchspec.conformance.goldens", "--check"],
+        [sys.executable, "-m", "batchspec.conformance.tools.goldens", "--check"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from _suite import ROOT, BackgroundRun, long_run
 
-from batchspec.conformance.spec import spec_raising_clauses
+from batchspec.conformance.run.spec import spec_raising_clauses
 
 NATIVE = ROOT / "backends" / "native"
 CARGO = shutil.which("cargo")

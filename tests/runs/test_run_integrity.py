@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from _suite import ROOT, run_conformance
 
-from batchspec.conformance import goldens
+from batchspec.conformance.tools import goldens
 
 PROBES = str(ROOT / "tests" / "probe_backends")
 MUTANTS = str(ROOT / "tests" / "mutants")
@@ -56,7 +56,7 @@ def golden_id(case: str) -> str:
 def test_a_crash_fails_its_own_test_once_under_every_distribution_mode(tmp_path, dist):
     """``FRAGILE`` aborts the process on one golden case's mask: that test (and only it) fails,
     blamed on its cited clauses, and is run once: pytest-xdist's scope schedulers used to queue it
-    again on every replacement worker (conformance/scheduling.py)."""
+    again on every replacement worker (conformance/run/scheduling.py)."""
     abort = "test_unpad_binary_int"
     run = run_batchspec(
         tmp_path, GOLDENS, "-k", f"{abort} or unpad_generated_00", "--backend=verdict_backends:FRAGILE", *dist

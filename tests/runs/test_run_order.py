@@ -1,4 +1,4 @@
-"""Cheap checks first (conformance/ordering.py): the suite collects the golden cases, then the
+"""Cheap checks first (conformance/run/ordering.py): the suite collects the golden cases, then the
 section modules, then the hypothesis properties, then the slow model-level checks, so that
 ``-x`` and a report's first failure point to the cheapest reproduction."""
 
@@ -9,7 +9,7 @@ import sys
 
 from _suite import ROOT
 
-from batchspec.conformance.ordering import GOLDENS, MODEL, PROPERTIES, tier
+from batchspec.conformance.run.ordering import GOLDENS, MODEL, PROPERTIES, tier
 
 SUITE = ROOT / "conformance"
 

@@ -10,7 +10,7 @@ from _suite import ROOT
 def test_enumerated_items_can_be_cited_and_unknown_items_stop_collection(tmp_path):
     """``ctb-input-errors.3`` cites item 3; the clause summary aggregates items under their
     clause; a citation of an item the clause does not have is a usage error."""
-    from batchspec.conformance.spec import spec_clause_items, split_citation
+    from batchspec.conformance.run.spec import spec_clause_items, split_citation
 
     items = spec_clause_items()
     assert items["ctb-input-errors"] == set(range(1, 13))

@@ -14,13 +14,13 @@ import pytest
 from _suite import ROOT, run_conformance
 
 from batchspec import reference
-from batchspec.conformance.backends import BUILTIN_BACKENDS
-from batchspec.conformance.blame import blame_failure, note_raised_on_valid_input
-from batchspec.conformance.goldens import load_all
 from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError
-from batchspec.conformance.plugin import pytest_addoption
-from batchspec.conformance.report import suite_version
-from batchspec.conformance.spec import spec_clauses, spec_version
+from batchspec.conformance.run.backends import BUILTIN_BACKENDS
+from batchspec.conformance.run.blame import blame_failure, note_raised_on_valid_input
+from batchspec.conformance.run.plugin import pytest_addoption
+from batchspec.conformance.run.report import suite_version
+from batchspec.conformance.run.spec import spec_clauses, spec_version
+from batchspec.conformance.tools.goldens import load_all
 
 # tests/probe_backends/partial_backend.py importable, with the repository behind it.
 PARTIAL_BACKEND_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "probe_backends"), str(ROOT)]))
@@ -140,7 +140,7 @@ def test_an_exception_a_contract_function_raised_is_blamed_on_the_clause_listing
     exception raised outside the contract's functions keeps the cited clauses."""
     from types import SimpleNamespace
 
-    from batchspec.conformance.backends import Backend, raised_in
+    from batchspec.conformance.run.backends import Backend, raised_in
 
     def get_unpad_data(attention_mask):
         raise RuntimeError("view size is not compatible with input tensor's size and stride")
@@ -215,8 +215,8 @@ def test_a_backend_of_another_major_spec_version_is_refused_before_any_test_runs
 def test_the_spec_version_declaration_is_required_and_minor_versions_are_compatible(tmp_path, monkeypatch):
 
     from batchspec import reference
-    from batchspec.conformance import backends
-    from batchspec.conformance.backends import BackendError, load_backend
+    from batchspec.conformance.run import backends
+    from batchspec.conformance.run.backends import BackendError, load_backend
 
     def backend_with(**names):
         module = SimpleNamespace(get_unpad_data=reference.get_unpad_data, **names)

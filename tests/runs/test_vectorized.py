@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from test_suite_run import outcome
 
-from batchspec.conformance.backends import CAPABILITIES
+from batchspec.conformance.run.backends import CAPABILITIES
 
 
 def test_vectorized_passes_the_suite_with_every_capability(vectorized_run):

@@ -18,16 +18,23 @@ from pathlib import Path
 import pytest
 from _suite import ROOT, BackgroundRun, run_conformance
 
-from batchspec.conformance import scoreboard
-from batchspec.conformance.backends import BackendError, load_backend
-from batchspec.conformance.expectations import ExpectationsError, load_expectations
-from batchspec.conformance.goldens import load_all
 from batchspec.conformance.helpers.asserts import MODEL_EXTRA, MULTIRANK_EXTRA
 from batchspec.conformance.multirank.launchers import parse_launchers
-from batchspec.conformance.recorder import CTRL_C
-from batchspec.conformance.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, suite_version
-from batchspec.conformance.spec import spec_clauses, spec_profiles, spec_version
-from batchspec.conformance.verdict import MARKDOWN_FAILURES, build_report, dumps
+from batchspec.conformance.run.backends import BackendError, load_backend
+from batchspec.conformance.run.expectations import ExpectationsError, load_expectations
+from batchspec.conformance.run.recorder import CTRL_C
+from batchspec.conformance.run.report import (
+    MARKDOWN_FAILURES,
+    REPORT_JSON,
+    REPORT_MD,
+    RESULTS_LOG,
+    dumps,
+    suite_version,
+)
+from batchspec.conformance.run.spec import spec_clauses, spec_profiles, spec_version
+from batchspec.conformance.run.verdict import build_report
+from batchspec.conformance.tools import scoreboard
+from batchspec.conformance.tools.goldens import load_all
 
 PROBES = str(ROOT / "tests" / "probe_backends")
 MUTANTS = str(ROOT / "tests" / "mutants")  # mutant_base, which the probes are built with

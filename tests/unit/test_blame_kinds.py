@@ -1,4 +1,4 @@
-"""How a failure is blamed (conformance/blame.py): the record's ``blame``, one kind per way,
+"""How a failure is blamed (conformance/run/blame.py): the record's ``blame``, one kind per way,
 and the note of an exception raised on a valid input, added only when it fails the test."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from batchspec.conformance.backends import Backend
-from batchspec.conformance.blame import (
+from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError, assert_raises
+from batchspec.conformance.run.backends import Backend
+from batchspec.conformance.run.blame import (
     CLAUSE_CHECK,
     EVERY_CITED_CLAUSE,
     RAISED_ON_VALID_INPUT,
@@ -16,8 +17,7 @@ from batchspec.conformance.blame import (
     blame_failure,
     note_raised_on_valid_input,
 )
-from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError, assert_raises
-from batchspec.conformance.spec import spec_clauses
+from batchspec.conformance.run.spec import spec_clauses
 
 CITED = ["unpad-binary", "unpad-outputs"]
 

@@ -1,4 +1,4 @@
-"""``BATCHSPEC_CAPABILITIES`` is read once and refused when malformed (conformance/backends.py):
+"""``BATCHSPEC_CAPABILITIES`` is read once and refused when malformed (conformance/run/backends.py):
 the planted declarations of ``tests/probe_backends/capability_backends.py``."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from batchspec import reference
-from batchspec.conformance import backends
-from batchspec.conformance.backends import BackendError, load_backend
+from batchspec.conformance.run import backends
+from batchspec.conformance.run.backends import BackendError, load_backend
 
 TESTS = Path(__file__).resolve().parents[1]
 

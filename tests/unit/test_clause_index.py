@@ -1,12 +1,12 @@
 """The clause index (docs/clauses.md) is current, and the clause citations it is built from are
-literal, known and consistent with the tests' marks (conformance/clause_index.py)."""
+literal, known and consistent with the tests' marks (conformance/tools/clause_index.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from batchspec.conformance.clause_index import citation_problems, lint, reference_citations, tag_problems
-from batchspec.conformance.spec import spec_clauses
+from batchspec.conformance.run.spec import spec_clauses
+from batchspec.conformance.tools.clause_index import citation_problems, lint, reference_citations, tag_problems
 
 KNOWN = set(spec_clauses())
 

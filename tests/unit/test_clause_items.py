@@ -1,7 +1,7 @@
 """Every enumerated item of every list clause of SPEC.md (``spec_clause_items``: the items
 1., 2., … of [ctb-input-errors], [state-load-validates-first], …) has a check of its own: a
 conformance test or a golden case that cites the item (``"ctb-input-errors.3"``), so that a
-failure blames exactly that item (conformance/clause_index.py ``item_citations``).
+failure blames exactly that item (conformance/tools/clause_index.py ``item_citations``).
 
 The suite is collected once for the module (never run); the planted gaps reuse that collection.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from _suite import ROOT
 
-from batchspec.conformance.clause_index import check_citations, item_citations, uncovered_items
-from batchspec.conformance.spec import SPEC_PATH, spec_clause_items
+from batchspec.conformance.run.spec import SPEC_PATH, spec_clause_items
+from batchspec.conformance.tools.clause_index import check_citations, item_citations, uncovered_items
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""``--device`` (conformance/device.py): the option's validation, and the wrapper's logic, run on
+"""``--device`` (conformance/run/device.py): the option's validation, and the wrapper's logic, run on
 the CPU (``placed(fn, name, "cpu")`` still copies every input, so only the transfer differs from
 an accelerator run) and with torch's ``meta`` device standing in for a device a backend should
 not have returned tensors on."""
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.backends import load_backend
-from batchspec.conformance.device import (
+from batchspec.conformance.helpers.inputs import Row, payload_form, sample_batch
+from batchspec.conformance.run.backends import load_backend
+from batchspec.conformance.run.device import (
     DeviceOptionError,
     check_device_option,
     device_problems,
@@ -22,8 +23,8 @@ from batchspec.conformance.device import (
     placed,
     sample_batch_to,
 )
-from batchspec.conformance.helpers.inputs import Row, payload_form, sample_batch
-from batchspec.conformance.records import reproduce_command
+from batchspec.conformance.run.records import reproduce_command
+from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC
 
 CPU, META = torch.device("cpu"), torch.device("meta")
 
@@ -62,12 +63,10 @@ def test_a_cuda_index_past_the_devices_is_refused(monkeypatch):
 def _config(tmp_path, device: str = "cpu", command: bool = False, **options):
     """What ``reproduce_command`` reads of a pytest config."""
     values = {"--batchspec-command": command, "--release": False, "--expectations": None, **options}
-    return SimpleNamespace(
-        _batchspec_backend=dataclasses.replace(load_backend("reference"), device=device),
-        _batchspec_backend_spec="reference",
-        rootpath=tmp_path,
-        getoption=values.__getitem__,
-    )
+    stash = pytest.Stash()
+    stash[BACKEND] = dataclasses.replace(load_backend("reference"), device=device)
+    stash[BACKEND_SPEC] = "reference"
+    return SimpleNamespace(stash=stash, rootpath=tmp_path, getoption=values.__getitem__)
 
 
 def test_the_reproduce_command_names_a_device_other_than_the_cpu(tmp_path):
@@ -92,7 +91,7 @@ def _layers(function) -> tuple[int, object]:
 
 
 def test_the_backend_wraps_only_the_tensor_functions_off_the_cpu():
-    """Every contract function is wrapped once to tag its exceptions (conformance/backends.py,
+    """Every contract function is wrapped once to tag its exceptions (conformance/run/backends.py,
     ``raised_in``); off the CPU the tensor functions are wrapped once more, to run on the device;
     classes and constants are the backend's own objects."""
     backend = load_backend("reference")

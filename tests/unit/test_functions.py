@@ -1,21 +1,21 @@
-"""The records of the contract's functions (conformance/functions.py) against SPEC.md, and the
+"""The records of the contract's functions (conformance/run/functions.py) against SPEC.md, and the
 tables and the backend guide's table derived from them."""
 
 from __future__ import annotations
 
-from batchspec.conformance import functions
-from batchspec.conformance.backends import CAPABILITIES
-from batchspec.conformance.device import PLACED_FUNCTIONS
-from batchspec.conformance.functions import BY_TENSORS, BY_TOKEN_FIELDS, CONSTANTS, FUNCTIONS
 from batchspec.conformance.golden.adapters import ADAPTERS
 from batchspec.conformance.golden.blame import KEY_SET_CLAUSES, OUTPUT_CLAUSES
 from batchspec.conformance.golden.discovery import all_cases
-from batchspec.conformance.spec import spec_clauses, spec_profiles, spec_raising_clauses, spec_signatures
+from batchspec.conformance.run import functions
+from batchspec.conformance.run.backends import CAPABILITIES
+from batchspec.conformance.run.device import PLACED_FUNCTIONS
+from batchspec.conformance.run.functions import BY_TENSORS, BY_TOKEN_FIELDS, CONSTANTS, FUNCTIONS
+from batchspec.conformance.run.spec import spec_clauses, spec_profiles, spec_raising_clauses, spec_signatures
 
 
 def test_the_records_are_exactly_the_rows_of_api_signatures():
     signatures = spec_signatures()
-    assert list(FUNCTIONS) == list(signatures), "conformance/functions.py and SPEC's [api-signatures] table differ"
+    assert list(FUNCTIONS) == list(signatures), "conformance/run/functions.py and SPEC's [api-signatures] table differ"
     for name, record in FUNCTIONS.items():
         assert record.name == name
         assert record.profile == signatures[name][1]
@@ -83,7 +83,7 @@ def test_every_golden_case_names_a_target_of_a_record():
 
 def test_the_backend_guide_lists_the_records():
     current = functions.table_section(functions.GUIDE.read_text(encoding="utf-8"))
-    assert current == functions.render_table(), "run python -m batchspec.conformance.functions --write"
+    assert current == functions.render_table(), "run python -m batchspec.conformance.run.functions --write"
 
 
 def test_the_check_command_agrees():

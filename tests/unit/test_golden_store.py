@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from batchspec.conformance import goldens
-from batchspec.conformance.goldens import GoldenError, load_all
-from batchspec.conformance.spec import spec_clause_items, spec_clauses, split_citation
+from batchspec.conformance.run.spec import spec_clause_items, spec_clauses, split_citation
+from batchspec.conformance.tools import goldens
+from batchspec.conformance.tools.goldens import GoldenError, load_all
 
 REPO = Path(__file__).resolve().parents[2]
 MIN_CASES = 150
@@ -204,7 +204,7 @@ def test_no_golden_record_pins_an_error_message():
 
 
 def test_the_index_records_the_spec_version():
-    from batchspec.conformance.spec import spec_version
+    from batchspec.conformance.run.spec import spec_version
 
     index = json.loads((goldens.ROOT / "index.json").read_text())
     assert index["spec_version"] == spec_version()

@@ -17,6 +17,9 @@ pair is checked against ``RULES``, the one table of the rules:
 - ``conformance.helpers`` never imports ``conformance.golden``: the direction between the two
   is golden -> helpers (the golden runner, builder and case API compare and build with the
   suite's asserts, inputs and pipelines), never both ways;
+- ``conformance.run`` (the run machinery), ``conformance.helpers`` and ``conformance.golden``
+  never import ``conformance.tools`` (the command-line tools): a tool imports what it reports
+  on, never the reverse, so a run never depends on a command;
 - ``golden.cases`` (``golden/cases/*.py``, the case definitions) import of batchspec only the
   golden case API, ``batchspec.conformance.golden.api``.
 
@@ -52,10 +55,22 @@ LAYERS = {
     "batchspec.conformance.helpers": "conformance.helpers",
     "batchspec.conformance.golden": "conformance.golden",
     "batchspec.conformance.golden.api": "conformance.golden.api",
+    "batchspec.conformance.run": "conformance.run",
+    "batchspec.conformance.tools": "conformance.tools",
     "batchspec.golden": "golden",
     "batchspec.golden.cases": "golden.cases",
 }
-CONFORMANCE = frozenset({"conformance", "conformance.helpers", "conformance.golden", "conformance.golden.api"})
+CONFORMANCE = frozenset(
+    {
+        "conformance",
+        "conformance.helpers",
+        "conformance.golden",
+        "conformance.golden.api",
+        "conformance.run",
+        "conformance.tools",
+    }
+)
+NO_TOOLS = "a run never depends on a command: conformance.run, .helpers and .golden never import conformance.tools"
 
 
 @dataclass(frozen=True)
@@ -84,8 +99,10 @@ RULES = {
         Rule(
             "conformance.helpers",
             "conformance.golden imports conformance.helpers, never the reverse (one direction)",
-            never=frozenset({"conformance.golden", "conformance.golden.api"}),
+            never=frozenset({"conformance.golden", "conformance.golden.api", "conformance.tools"}),
         ),
+        Rule("conformance.run", NO_TOOLS, never=frozenset({"conformance.tools"})),
+        Rule("conformance.golden", NO_TOOLS, never=frozenset({"conformance.tools"})),
         Rule(
             "golden.cases",
             "golden/cases import of batchspec only the golden case API (batchspec.conformance.golden.api)",
@@ -230,6 +247,9 @@ def test_the_checker_reports_a_planted_wrong_import(tmp_path):
         "backends/vectorized/convert.py": "def f():\n    from ...bench import workloads\n",
         "conformance/helpers/stored.py": "from batchspec.conformance.golden.store import load_case\n",
         "conformance/golden/runner.py": "from batchspec.conformance.helpers.asserts import check\n",
+        "conformance/golden/render.py": "def f():\n    from batchspec.conformance.tools.goldens import main\n",
+        "conformance/run/verdict.py": "from batchspec.conformance.tools import scoreboard\n",
+        "conformance/tools/scoreboard.py": "from batchspec.conformance.run.report import render_scoreboard\n",
         "golden/cases/convert.py": "from batchspec.conformance.golden.api import Case\nimport batchspec.reference\n",
         "bench/test_x.py": "from batchspec.backends.automodel.upstream import load_upstream\n",
         # private names of reference: imported, imported from a submodule, read on an alias or a
@@ -252,11 +272,14 @@ def test_the_checker_reports_a_planted_wrong_import(tmp_path):
         "backends/x/b.py:1",
         "backends/x/c.py:3",
         "backends/x/d.py:2",
+        "conformance/golden/render.py:2",
         "conformance/helpers/stored.py:1",
+        "conformance/run/verdict.py:1",
         "golden/cases/convert.py:2",
         "reference/contract.py:2",
     ], found
     assert "batchspec.backends.vectorized.convert imports batchspec.bench: " in found[0]
-    assert "batchspec.reference.contract imports batchspec.conformance: " in found[7]
+    assert "batchspec.conformance.run.verdict imports batchspec.conformance.tools: " in found[7]
+    assert "batchspec.reference.contract imports batchspec.conformance: " in found[9]
     assert "imports private batchspec.reference._records: " in found[1]
     assert "uses private batchspec.reference.collaters._pad_value: " in found[3]

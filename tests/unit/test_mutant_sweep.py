@@ -9,7 +9,7 @@ import datetime
 import importlib.util
 from pathlib import Path
 
-from batchspec.conformance.spec import spec_clauses
+from batchspec.conformance.run.spec import spec_clauses
 
 SWEEP = Path(__file__).resolve().parents[1] / "mutants" / "sweep.py"
 _spec = importlib.util.spec_from_file_location("mutant_sweep", SWEEP)
@@ -112,7 +112,7 @@ def test_a_crash_is_left_out_of_the_blame(monkeypatch, tmp_path):
 
 def test_the_sweep_runs_the_suite_in_a_worker_and_reports_a_run_that_died(monkeypatch, tmp_path):
     """The suite runs in one pytest-xdist worker with --dist=loadgroup, as ``batchspec`` runs it
-    (conformance/scheduling.py keeps a crash to its own test); a run that still dies without a
+    (conformance/run/scheduling.py keeps a crash to its own test); a run that still dies without a
     report is a row with the exit status and the output's tail, not a kill."""
     import subprocess
 

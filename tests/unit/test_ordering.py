@@ -1,11 +1,11 @@
-"""The tiers and the order of conformance/ordering.py (cheap checks first), on paths alone."""
+"""The tiers and the order of conformance/run/ordering.py (cheap checks first), on paths alone."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
 
-from batchspec.conformance.ordering import GOLDENS, MODEL, PROPERTIES, SECTIONS, cheap_checks_first, tier
+from batchspec.conformance.run.ordering import GOLDENS, MODEL, PROPERTIES, SECTIONS, cheap_checks_first, tier
 
 SUITE = Path(__file__).resolve().parents[2] / "conformance"
 

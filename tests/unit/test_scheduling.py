@@ -1,4 +1,4 @@
-"""conformance/scheduling.py: a dead worker's running test is reported once and marked done; the
+"""conformance/run/scheduling.py: a dead worker's running test is reported once and marked done; the
 rest of its group goes back in the queue (pytest-xdist's own scope schedulers queue the crashed
 test again, so every replacement worker ran it and died)."""
 
@@ -9,7 +9,7 @@ from collections import OrderedDict
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
-from batchspec.conformance.scheduling import SCHEDULERS, CrashIsolatingLoadGroup
+from batchspec.conformance.run.scheduling import SCHEDULERS, CrashIsolatingLoadGroup
 
 
 def _scheduler(kind: type, workload: dict) -> LoadGroupScheduling:

@@ -1,10 +1,10 @@
-"""The signature check ([api-signatures], conformance/interface.py) passes the reference and
+"""The signature check ([api-signatures], conformance/run/interface.py) passes the reference and
 fails the planted signature bugs a fast backend ships."""
 
 from __future__ import annotations
 
 from batchspec import reference
-from batchspec.conformance.interface import SIGNATURES, signature_problems
+from batchspec.conformance.run.interface import SIGNATURES, signature_problems
 
 
 def test_the_reference_has_every_signature_of_the_spec():

@@ -7,9 +7,9 @@ import subprocess
 
 from _suite import ROOT
 
-from batchspec.conformance.backends import CAPABILITIES
-from batchspec.conformance.interface import REQUIRED, SIGNATURES
-from batchspec.conformance.spec import major, spec_clauses, spec_profiles, spec_raising_clauses, spec_version
+from batchspec.conformance.run.backends import CAPABILITIES
+from batchspec.conformance.run.interface import REQUIRED, SIGNATURES
+from batchspec.conformance.run.spec import major, spec_clauses, spec_profiles, spec_raising_clauses, spec_version
 
 SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
 
@@ -30,7 +30,7 @@ def test_spec_is_version_1_and_has_the_sections_a_standard_needs():
 
 def test_profiles_are_exactly_the_capabilities_and_cover_every_clause():
     profiles = spec_profiles()
-    assert sorted(profiles) == sorted(CAPABILITIES), "SPEC.md's profile table and conformance/backends.py differ"
+    assert sorted(profiles) == sorted(CAPABILITIES), "SPEC.md's profile table and conformance/run/backends.py differ"
     clauses = spec_clauses()
     listed = {cid for ids in profiles.values() for cid in ids}
     assert not listed - set(clauses), f"profiles list unknown clauses: {sorted(listed - set(clauses))}"
@@ -86,7 +86,7 @@ def test_every_clause_has_an_anchor_to_link_to():
 def test_the_cases_and_tests_docs_sources_names_exist():
     """Every ``conformance/<file>.py::<test>`` and golden case name docs/sources.md gives as
     pinning a field report exists, so the page cannot point at removed or renamed checks."""
-    from batchspec.conformance.goldens import all_cases
+    from batchspec.conformance.tools.goldens import all_cases
 
     sources = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
     for path, test in set(re.findall(r"(conformance/[a-z_/]+\.py)::([A-Za-z0-9_]+)", sources)):

@@ -14,8 +14,8 @@ import tomllib
 import pytest
 from _suite import ROOT
 
-from batchspec.conformance.clause_index import check_citations
-from batchspec.conformance.spec import split_citation
+from batchspec.conformance.run.spec import split_citation
+from batchspec.conformance.tools.clause_index import check_citations
 
 CHANGELOG = ROOT / "CHANGELOG.md"
 _RELEASE = re.compile(r"^## (\d+\.\d+\.\d+) — \d{4}-\d{2}-\d{2} \(SPEC \d+\.\d+\)$")

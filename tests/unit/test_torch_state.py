@@ -1,4 +1,4 @@
-"""conformance/torch_state.py: torch's process-wide settings are read, set back and reported
+"""conformance/run/torch_state.py: torch's process-wide settings are read, set back and reported
 around calls into the backend and around a test ([global-state])."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from batchspec.conformance.torch_state import (
+from batchspec.conformance.run.torch_state import (
     SETTINGS,
     GlobalStateWarning,
     guard_call,

@@ -1,9 +1,10 @@
-"""The verdict's integrity rules (conformance/verdict.py, issue 31): a collection error is never a
+"""The verdict's integrity rules (conformance/run/verdict.py, issue 31): a collection error is never a
 pass, and a ``--release`` run is a pass only when its selection left nothing out."""
 
 from __future__ import annotations
 
-from batchspec.conformance.verdict import LEFT_OUT_SHOWN, build_report, render_markdown
+from batchspec.conformance.run.report import render_markdown
+from batchspec.conformance.run.verdict import LEFT_OUT_SHOWN, build_report
 
 HEADER = {
     "suite": {"version": "0", "spec_version": "1.0", "golden_index_sha256": "0" * 64},

@@ -38,7 +38,7 @@ def test_without_upstream_the_import_names_the_install_command():
 @needs_upstream
 def test_the_backend_is_upstreams_own_functions_and_declares_their_profiles():
     from batchspec.backends import automodel
-    from batchspec.conformance.backends import load_backend
+    from batchspec.conformance.run.backends import load_backend
 
     packing, datum, utils = UPSTREAM.packing, UPSTREAM.datum, UPSTREAM.utils
     assert automodel.get_unpad_data is packing.get_unpad_data

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from batchspec.conformance.backends import BUILTIN_BACKENDS, ENTRY_POINT_GROUP
-from batchspec.conformance.functions import placed_functions
+from batchspec.conformance.run.backends import BUILTIN_BACKENDS, ENTRY_POINT_GROUP
+from batchspec.conformance.run.functions import placed_functions
 
 __all__ = ["add_backend_option", "add_device_option"]
 
@@ -35,13 +35,13 @@ def _listed(names: tuple[str, ...]) -> str:
 
 def add_device_option(group: pytest.OptionGroup) -> None:
     """``--device``: ``cpu`` (default), ``cuda`` or ``cuda:N``; checked by
-    ``batchspec.conformance.device.check_device_option`` at configure time."""
+    ``batchspec.conformance.run.device.check_device_option`` at configure time."""
     group.addoption(
         "--device",
         default="cpu",
         help="where the tensor functions run: cpu (default), cuda or cuda:N. Off the CPU, the inputs of "
         f"{_listed(placed_functions())} are moved there, [tb-device] is checked on their outputs, and the results "
-        "are compared on the CPU (conformance/device.py). The other contract functions are called as they are "
+        "are compared on the CPU (conformance/run/device.py). The other contract functions are called as they are "
         "(the token fields of Datum, the collaters and ZephonDataLoader are CPU by contract); the multi-rank "
         "scenarios always run on the CPU",
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from batchspec.conformance.package_data import SPEC as SPEC_PATH
+from batchspec.conformance.run.package_data import SPEC as SPEC_PATH
 
 __all__ = [
     "CLAUSE_PATTERN",

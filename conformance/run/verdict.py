@@ -1,6 +1,7 @@
-"""From test results to clause statuses, the release verdict and the run's report.
+"""From test results to clause statuses, the release verdict and the run's report, as data
+(``build_report``; report.json and report.md are rendered from it by conformance/run/report.py).
 
-The plugin turns every test's result into a *record* (``conformance/records.py``; a plain
+The plugin turns every test's result into a *record* (``conformance/run/records.py``; a plain
 dict, so it survives pytest-xdist's transport from the worker processes):
 
 - ``nodeid``; ``cited``: the clause ids the test cites;
@@ -8,7 +9,7 @@ dict, so it survives pytest-xdist's transport from the worker processes):
   ``not supported``, ``skipped`` or ``suite error``;
 - ``blamed``: the clauses a failure is blamed on (the ``ClauseFailure``'s clauses, the clause
   listing a contract function's faults when it raised on a valid input, else every cited
-  clause); ``blame``: how, a list of ``conformance.blame.BLAME_KINDS``; ``expectation``: the
+  clause); ``blame``: how, a list of ``conformance.run.blame.BLAME_KINDS``; ``expectation``: the
   index of the ``--expectations`` entry that matched;
 - ``message``, ``reproduce`` (a command that reruns the test alone) and ``hypothesis`` (the
   ``@reproduce_failure`` line of a property test's failure, when it printed one).
@@ -35,33 +36,27 @@ same bytes.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypedDict
 
 import pytest
 
-from batchspec.conformance.expectations import Expectation, matches
+from batchspec.conformance.run.expectations import Expectation, matches
 
 __all__ = [
-    "MARKDOWN_FAILURES",
     "OUTCOMES",
     "RESULTS",
     "STATUSES",
+    "bounded",
     "build_report",
     "clause_outcomes",
-    "dumps",
-    "render_markdown",
-    "render_scoreboard",
     "skips",
 ]
 
 OUTCOMES = ("passed", "failed", "expected failure", "unexpected pass", "not supported", "skipped", "suite error")
 STATUSES = ("FAIL", "expected failure", "unexpected pass", "pass", "partial", "inconclusive", "not supported")
 RESULTS = ("error", "fail", "incomplete", "pass")  # the verdict's ``result``
-# report.md shows this many failures in full (the real failures first); report.json has them all
-MARKDOWN_FAILURES = 20
 # the verdict's reasons name this many left-out tests (``verdict["left_out"]`` has them all)
 LEFT_OUT_SHOWN = 10
 # report.json's ``verdict["left_out"]["tests"]`` lists this many (its ``count`` says how many in all)
@@ -206,18 +201,18 @@ def build_report(
     incomplete = [f"the run stopped early ({interrupted})"] if interrupted else []
     never_ran = sorted(never_ran)
     if never_ran:
-        incomplete.append(f"{len(never_ran)} test(s) never ran or never finished: {_bounded(never_ran)}")
+        incomplete.append(f"{len(never_ran)} test(s) never ran or never finished: {bounded(never_ran)}")
     for problem in collection_errors:
         incomplete.append(f"not collected: {problem['nodeid'] or 'the suite'}: {problem['message']}")
     left_out = sorted(left_out)
     if release and left_out:
         incomplete.append(
             f"a release run must run every test of the declared profiles; {len(left_out)} were left out "
-            f"(-k, -m or --deselect): {_bounded(left_out)}"
+            f"(-k, -m or --deselect): {bounded(left_out)}"
         )
     if release and limited_to:
         incomplete.append(
-            f"a release run must run the whole suite; this one was limited to {_bounded(sorted(limited_to))}"
+            f"a release run must run the whole suite; this one was limited to {bounded(sorted(limited_to))}"
         )
     if release and unchecked:
         incomplete.append(
@@ -261,7 +256,7 @@ def build_report(
             "nodeid": r["nodeid"],
             "outcome": r["outcome"],
             "clauses": sorted(r.get("blamed") or ()),
-            "blame": r.get("blame", []),  # how: conformance/blame.py, BLAME_KINDS
+            "blame": r.get("blame", []),  # how: conformance/run/blame.py, BLAME_KINDS
             "message": r.get("message", ""),
             "reproduce": r.get("reproduce", ""),
             **({"hypothesis": r["hypothesis"]} if r.get("hypothesis") else {}),
@@ -281,20 +276,12 @@ def build_report(
     }
 
 
-def _bounded(nodeids: Sequence[str], total: int | None = None) -> str:
+def bounded(nodeids: Sequence[str], total: int | None = None) -> str:
     """The first ``LEFT_OUT_SHOWN`` of ``nodeids``, comma-separated, and how many more of ``total``
-    (default: ``len(nodeids)``)."""
+    (default: ``len(nodeids)``): the verdict's reasons and report.md name left-out tests so."""
     total = len(nodeids) if total is None else total
     shown = ", ".join(nodeids[:LEFT_OUT_SHOWN])
     return shown + (f", and {total - min(len(nodeids), LEFT_OUT_SHOWN)} more" if total > LEFT_OUT_SHOWN else "")
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-# report.md lists failures in this order (then by test id): what fails the run first
-_FAILURE_ORDER = ("failed", "suite error", "unexpected pass", "expected failure")
 
 
 def skips(records: Iterable[Mapping]) -> list[dict]:
@@ -314,181 +301,3 @@ def skips(records: Iterable[Mapping]) -> list[dict]:
         {"outcome": outcome, "reason": reason, "fix": fix, "count": len(tests), "tests": sorted(tests)}
         for (outcome, reason, fix), tests in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1]))
     ]
-
-
-def render_markdown(report: Mapping) -> str:
-    """The report as Markdown, in reading order: what ran (the header table); the verdict and
-    why (errors, incomplete reasons, MUST failures, suite errors, unexpected passes under
-    ``--strict-expectations``); the failures, the first ``MARKDOWN_FAILURES`` in full with their
-    reproduce commands (failures before expected failures); the warnings and expectations; the
-    clause table; last, the clauses no test of the run checked.
-
-    Raises:
-        KeyError: ``report`` is not a ``build_report`` report."""
-    verdict, suite, backend = report["verdict"], report["suite"], report["backend"]
-    if backend.get("loaded", True):
-        backend_row = f"{backend['name']} {backend['version']}, targets SPEC {backend['spec_version']}, device {backend['device']}"
-    else:
-        backend_row = f"{backend['name']}: not loaded (see the verdict), device {backend['device']}"
-    lines = [
-        f"# batchspec conformance: {backend['name']} {backend['version']}",
-        "",
-        "| | |",
-        "|---|---|",
-        f"| suite | batchspec {suite['version']}, SPEC {suite['spec_version']}, golden index sha256 "
-        f"`{suite['golden_index_sha256'][:16]}…` |",
-        f"| backend | {_cell(backend_row)} |",
-        f"| capabilities | {', '.join(backend['capabilities']) or 'none'} |",
-        *(f"| {k} | {_cell(v)} |" for k, v in report["environment"].items()),
-        *(f"| {k} | {_cell(v)} |" for k, v in report["run"].items()),
-        "",
-        f"**Verdict: {verdict['result'].upper()}** (exit status {verdict['exit_status']})",
-        "",
-    ]
-
-    def section(title: str, items: list[str]) -> None:
-        if items:
-            lines.extend([f"## {title}", "", *items, ""])
-
-    entries = {e["entry"]: e for e in verdict["expectations"]}
-
-    def why(index: int) -> str:
-        entry = entries[index]
-        return f"{entry['category']}: {entry['reason']}"
-
-    def unexpected(u: Mapping) -> str:
-        what = f"`{u['nodeid']}`" if "nodeid" in u else f"[{u['clause']}]"
-        return f"- {what} ({_cell(why(u['entry']))})"
-
-    # the verdict and why
-    section("Why the run could not judge the backend", [f"- {_cell(e)}" for e in verdict.get("errors", ())])
-    section("Why the run is incomplete", [f"- {reason}" for reason in verdict["incomplete"]])
-    left_out, limited_to = verdict.get("left_out", {"count": 0, "tests": []}), verdict.get("limited_to", [])
-    section(
-        "Left out by the run's selection",
-        ([f"- limited to: {_cell(', '.join(limited_to))}"] if limited_to else [])
-        + (
-            [
-                f"- {left_out['count']} test(s) deselected (-k, -m, --deselect): {_bounded(left_out['tests'], left_out['count'])}"
-            ]
-            if left_out["count"]
-            else []
-        ),
-    )
-    section(
-        "MUST clauses that fail (the verdict)",
-        [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["must_failures"].items()],
-    )
-    section("Suite errors (no clause judged)", [f"- `{n}`" for n in verdict["suite_errors"]])
-    unexpected_title = "Unexpected passes"
-    if verdict["strict_expectations"]:
-        section(
-            unexpected_title + " (fail the run: --strict-expectations)",
-            list(map(unexpected, verdict["unexpected_passes"])),
-        )
-
-    # the failures
-    ordered = sorted(report["failures"], key=lambda f: _FAILURE_ORDER.index(f["outcome"]))
-    failures = []
-    for f in ordered[:MARKDOWN_FAILURES]:
-        failures += [
-            f"### `{f['nodeid']}` ({f['outcome']}; {', '.join(f['clauses']) or 'no clause'}"
-            + (f"; blamed by: {', '.join(f['blame'])})" if f.get("blame") else ")"),
-            "",
-            "```",
-            f["message"].strip() or "(no message)",
-            "```",
-            "",
-            f"Reproduce: `{f['reproduce']}`" + (f" (hypothesis: `{f['hypothesis']}`)" if f.get("hypothesis") else ""),
-            "",
-        ]
-    if len(ordered) > MARKDOWN_FAILURES:
-        failures.append(f"{len(ordered) - MARKDOWN_FAILURES} more failures: see report.json")
-    section("Failures", failures)
-
-    # what did not run, and what makes it run
-    section(
-        "Skipped and not supported (what did not run, and the fix)",
-        [
-            f"- {g['count']} {g['outcome']}: {_cell(g['reason'])}"
-            + (f" — fix: `{g['fix']}`" if g.get("fix") else "")
-            + f" ({', '.join(f'`{n}`' for n in g['tests'][:3])}{', …' if g['count'] > 3 else ''})"
-            for g in verdict.get("skips", ())
-        ],
-    )
-
-    # warnings and expectations
-    section(
-        "SHOULD clauses that fail (warnings)",
-        [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["should_failures"].items()],
-    )
-    section(
-        "Expected failures",
-        [
-            f"- `{e['nodeid']}` [{', '.join(e['clauses'])}] ({_cell(why(e['entry']))})"
-            for e in verdict["expected_failures"]
-        ],
-    )
-    if not verdict["strict_expectations"]:
-        section(unexpected_title, list(map(unexpected, verdict["unexpected_passes"])))
-    section(
-        "Stale expectations (they match no test of this run)",
-        [
-            f"- entry {e['entry']}: {e.get('test') or e.get('clause')} ({_cell(e['reason'])})"
-            for e in verdict["stale_expectations"]
-        ],
-    )
-
-    # the clauses, then what no test checked
-    rows = []
-    for clause, row in report["clauses"].items():
-        counts: defaultdict[str, int] = defaultdict(int)
-        for test in row["tests"]:
-            counts[test["outcome"]] += 1
-        detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-        rows.append(f"| {clause} | {row['level']} | {row['status']} | {detail} |")
-    section(
-        "Clauses", ["| clause | level | status | tests |", "|---|---|---|---|", *rows] if rows else ["No test ran."]
-    )
-    section(
-        "MUST clauses of the declared profiles that no test checked",
-        [f"- [{c}]" for c in verdict["unchecked_must_clauses"]],
-    )
-    section(
-        "Clauses with no test in this run",
-        [
-            f"- {level}: {', '.join(report[key])}"
-            for level, key in (("MUST", "untested_must_clauses"), ("SHOULD", "untested_should_clauses"))
-            if report[key] and verdict["result"] != "error"  # no test ran: every clause would be listed
-        ],
-    )
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def render_scoreboard(reports: list[Mapping]) -> str:
-    """One Markdown table of clause x backend statuses from several runs' ``report.json``, with
-    each backend's verdict (the way ONNX publishes its per-backend table)."""
-    reports = sorted(reports, key=lambda r: r["backend"]["name"])
-    names = [f"{r['backend']['name']} {r['backend']['version']}" for r in reports]
-    levels: dict[str, str] = {}
-    for report in reports:
-        levels.update({c: row["level"] for c, row in report["clauses"].items()})
-    suites = sorted({f"batchspec {r['suite']['version']} (SPEC {r['suite']['spec_version']})" for r in reports})
-    lines = [
-        "# batchspec scoreboard",
-        "",
-        f"Suite: {', '.join(suites)}. A cell is the clause's status in that backend's run.",
-        "",
-        "| clause | level | " + " | ".join(names) + " |",
-        "|---|---|" + "---|" * len(names),
-        "| **verdict** | | " + " | ".join(f"**{r['verdict']['result']}**" for r in reports) + " |",
-    ]
-    for clause in sorted(levels):
-        cells = [r["clauses"].get(clause, {}).get("status", "not run") for r in reports]
-        lines.append(f"| {clause} | {levels[clause]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def dumps(report: Mapping) -> str:
-    """The report as JSON text (sorted where order means nothing, so equal runs give equal bytes)."""
-    return json.dumps(report, indent=2, sort_keys=False) + "\n"

@@ -1,4 +1,4 @@
-"""The suite's hypothesis settings profiles, registered on import (conformance/plugin.py imports
+"""The suite's hypothesis settings profiles, registered on import (conformance/run/plugin.py imports
 this module first): ``batchspec`` (the default), ``batchspec-release`` (``--release``),
 ``batchspec-nightly`` and ``batchspec-sweep``; ``BATCHSPEC_HYPOTHESIS_PROFILE`` chooses one,
 ``BATCHSPEC_MAX_EXAMPLES`` sets the number of examples per property."""

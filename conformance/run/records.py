@@ -1,6 +1,6 @@
-"""A test's *record* (conformance/verdict.py): its outcome, the clauses it cites and is blamed
-on and how (``blame``, conformance/blame.py), its failure message and hypothesis blob, the reason and fix of a
-skip, its expectation (conformance/expectations.py), and a command that reruns it."""
+"""A test's *record* (conformance/run/verdict.py): its outcome, the clauses it cites and is blamed
+on and how (``blame``, conformance/run/blame.py), its failure message and hypothesis blob, the reason and fix of a
+skip, its expectation (conformance/run/expectations.py), and a command that reruns it."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ import textwrap
 
 import pytest
 
-from batchspec.conformance import torch_state
-from batchspec.conformance.backends import Backend
-from batchspec.conformance.blame import CLAUSE_CHECK, blame_failure
-from batchspec.conformance.expectations import match_failure, match_test
 from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
-from batchspec.conformance.spec import spec_clauses
+from batchspec.conformance.run import torch_state
+from batchspec.conformance.run.backends import Backend
+from batchspec.conformance.run.blame import CLAUSE_CHECK, blame_failure
+from batchspec.conformance.run.expectations import match_failure, match_test
+from batchspec.conformance.run.spec import spec_clauses
+from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS
 
 __all__ = ["GLOBAL_STATE_SUFFIX", "NOT_SUPPORTED", "global_state_record", "record_of", "reproduce_command"]
 
@@ -44,8 +45,8 @@ def reproduce_command(nodeid: str, config: pytest.Config) -> str:
     the node id (it resolves ids in the installed suite) and the run's ``--device``,
     ``--release`` and ``--expectations``; else pytest, from its rootdir (pytest's node ids are
     relative to it)."""
-    backend: Backend = config._batchspec_backend
-    options = [f"--backend={shlex.quote(config._batchspec_backend_spec)}"]
+    backend: Backend = config.stash[BACKEND]
+    options = [f"--backend={shlex.quote(config.stash[BACKEND_SPEC])}"]
     if backend.device != "cpu":
         options.append(f"--device={shlex.quote(backend.device)}")
     if config.getoption("--batchspec-command"):
@@ -60,11 +61,11 @@ def reproduce_command(nodeid: str, config: pytest.Config) -> str:
 
 
 def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, cited: list[str]) -> dict:
-    """The test's record (conformance/verdict.py) from the phase that decided it; an expected
+    """The test's record (conformance/run/verdict.py) from the phase that decided it; an expected
     failure becomes pytest's xfail, an expected failure that passes its XPASS (a failure under
     ``--strict-expectations``)."""
     config = item.config
-    expectations = config._batchspec_expectations
+    expectations = config.stash[EXPECTATIONS]
     nodeid = plain_nodeid(item.nodeid)
     record = {"nodeid": nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
     record["reproduce"] = reproduce_command(nodeid, config)
@@ -94,7 +95,7 @@ def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRepor
 
 def global_state_record(item: pytest.Item) -> dict | None:
     """The [global-state] record of a test during whose call phase the backend changed torch's
-    process-wide settings (``item.batchspec_state_changes``, conformance/torch_state.py), else
+    process-wide settings (``item.batchspec_state_changes``, conformance/run/torch_state.py), else
     None: a failure of that clause alone, named ``<test id>::[global-state]``, with the test's
     reproduce command. It stands beside the test's own record, so the clauses the test checks
     keep the outcome their checks gave (a SHOULD failure never makes them inconclusive)."""
@@ -114,7 +115,8 @@ def global_state_record(item: pytest.Item) -> dict | None:
         "reproduce": reproduce_command(nodeid, config),
         "hypothesis": None,
     }
-    entry = match_failure(config._batchspec_expectations, record["nodeid"], [torch_state.CLAUSE])
+    expectations = config.stash[EXPECTATIONS]
+    entry = match_failure(expectations, record["nodeid"], [torch_state.CLAUSE])
     if entry is not None:
         record.update(outcome="expected failure", expectation=entry.index)
     return record

@@ -2,17 +2,17 @@
 
 ``FUNCTIONS`` holds one ``ContractFunction`` per row of SPEC.md's [api-signatures] table
 (``Datum.to_features`` for a method), in the table's order. SPEC.md stays the home of what it
-states, and a record reads it through ``conformance/spec.py`` rather than restating it: the
+states, and a record reads it through ``conformance/run/spec.py`` rather than restating it: the
 profile and signature (``spec_signatures``) and the clause that lists the function's faults
 ("Raising on a valid input", ``spec_raising_clauses``). A record states the suite's own facts:
 
-* ``device``: how ``--device`` places the function (``conformance/device.py``): ``BY_TENSORS``
+* ``device``: how ``--device`` places the function (``conformance/run/device.py``): ``BY_TENSORS``
   (its tensor arguments and the tensor values of its mapping arguments are moved, and its
   outputs follow their device), ``BY_TOKEN_FIELDS`` (its ``SampleBatch``'s tensor payloads are
   moved, its outputs follow the records' token fields, [ctb-token-field]) or ``None`` (called
   as it is);
 * ``required_by`` / ``option_profiles``: the further capabilities whose backends must export
-  it (``conformance/backends.py``, ``CAPABILITIES``): always, or only with some options (such
+  it (``conformance/run/backends.py``, ``CAPABILITIES``): always, or only with some options (such
   a capability is never inferred from the exported names alone);
 * ``output_clauses`` / ``key_set_clauses``: the clauses a differing output key breaks, and the
   clauses that define the output's key set (``conformance/golden/blame.py``);
@@ -24,7 +24,7 @@ profile and signature (``spec_signatures``) and the clause that lists the functi
 
 ``CONSTANTS`` holds the contract names that are not functions (``DEFAULT_PACKED_SEQUENCE_CONTRACT``).
 The table of the contract's names in docs/backend-guide.md (section 1) is generated from both:
-``python -m batchspec.conformance.functions --write`` (``--check`` says whether it is current).
+``python -m batchspec.conformance.run.functions --write`` (``--check`` says whether it is current).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 from batchspec.conformance.golden import calls
 from batchspec.conformance.golden.loader_script import run_loader
-from batchspec.conformance.spec import spec_raising_clauses, spec_signatures
+from batchspec.conformance.run.spec import spec_raising_clauses, spec_signatures
 
 __all__ = [
     "CONSTANTS",
@@ -351,7 +351,7 @@ def placed_functions() -> tuple[str, ...]:
 
 # ------------------------------------------------------ the backend guide's table ----
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "backend-guide.md"  # in a checkout
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "backend-guide.md"  # in a checkout
 BEGIN = "<!-- contract-functions -->"
 END = "<!-- /contract-functions -->"
 
@@ -387,7 +387,7 @@ def table_section(text: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m batchspec.conformance.functions", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m batchspec.conformance.run.functions", description=__doc__)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument(
         "--write", action="store_true", help="write docs/backend-guide.md's table of the contract's names"
@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if current != page:
         print(
-            "docs/backend-guide.md's table of the contract's names is stale: run python -m batchspec.conformance.functions --write"
+            "docs/backend-guide.md's table of the contract's names is stale: run python -m batchspec.conformance.run.functions --write"
         )
         return 1
     return 0

@@ -1,10 +1,10 @@
 """Blame: which SPEC clauses a failed test phase is blamed on (the record's ``blamed``,
-conformance/records.py; statuses and the verdict: conformance/verdict.py), and how (the
+conformance/run/records.py; statuses and the verdict: conformance/run/verdict.py), and how (the
 record's ``blame``, in report.json's failures).
 
 A failure is blamed on the clauses its ``ClauseFailure`` carries (the suite's asserts raise it,
 conformance/helpers/asserts.py): ``CLAUSE_CHECK``; an exception that escaped a contract
-function the test called (conformance/backends.py, ``raised_in``) and then the test, where the
+function the test called (conformance/run/backends.py, ``raised_in``) and then the test, where the
 test expects an output, on the clause that lists that function's faults (SPEC.md, "Raising on
 a valid input"): ``RAISED_ON_VALID_INPUT``; any other failure of a test (a plain ``assert``, an
 exception from elsewhere, a crash or a timeout) on every clause the test cites:
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from batchspec.conformance.backends import raised_in
 from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError
-from batchspec.conformance.spec import spec_raising_clauses
+from batchspec.conformance.run.backends import raised_in
+from batchspec.conformance.run.spec import spec_raising_clauses
 
 __all__ = [
     "BLAME_KINDS",

@@ -30,9 +30,9 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from batchspec.conformance.functions import exported_names, option_only_profiles
-from batchspec.conformance.spec import major, spec_raising_clauses, spec_version
-from batchspec.conformance.torch_state import guard_call
+from batchspec.conformance.run.functions import exported_names, option_only_profiles
+from batchspec.conformance.run.spec import major, spec_raising_clauses, spec_version
+from batchspec.conformance.run.torch_state import guard_call
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -65,7 +65,7 @@ _COVERS: dict[str, str] = {
     "collaters": "default_collater, packed_sequence_thd_collater, pack_features_for_thd",
 }
 # capability -> (what it covers, the public names a backend must expose for it: from the
-# records of conformance/functions.py)
+# records of conformance/run/functions.py)
 CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     name: (covers, exported_names(name)) for name, covers in _COVERS.items()
 }
@@ -113,9 +113,9 @@ def raised_in(error: BaseException) -> str | None:
 
 def _tagging(function: Any, name: str) -> Any:
     """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``),
-    and torch's process-wide settings put back after each call (conformance/torch_state.py).
+    and torch's process-wide settings put back after each call (conformance/run/torch_state.py).
     Whether such an exception is blamed as raised on a valid input is decided when it fails the
-    test (conformance/blame.py, ``note_raised_on_valid_input``): an error check that catches it
+    test (conformance/run/blame.py, ``note_raised_on_valid_input``): an error check that catches it
     had an input with a fault."""
 
     @functools.wraps(function)
@@ -149,7 +149,7 @@ class Backend:
     spec_version: str  # the SPEC version the backend targets (BATCHSPEC_SPEC_VERSION)
     impl: Any = field(repr=False)  # the object exposing the contract's names
     ignored: frozenset[str] = frozenset()  # declared names this suite does not know
-    # --device: where the tensor functions run (conformance.device); "cpu" calls them directly
+    # --device: where the tensor functions run (conformance.run.device); "cpu" calls them directly
     device: str = "cpu"
 
     def supports(self, capability: str) -> bool:
@@ -168,10 +168,10 @@ class Backend:
             raise AttributeError(f"backend {self.name!r} has no attribute {name!r}") from None
         device = vars(self).get("device", "cpu")
         if device != "cpu":
-            from batchspec.conformance.device import PLACED_FUNCTIONS, placed
+            from batchspec.conformance.run.device import PLACED_FUNCTIONS, placed
 
             if name in PLACED_FUNCTIONS and callable(value):
-                # The tensor functions run on --device, their [tb-device] checked (conformance.device).
+                # The tensor functions run on --device, their [tb-device] checked (conformance.run.device).
                 value = placed(value, name, device)
         if name in _raising_clauses() and callable(value) and not isinstance(value, type):
             return _tagging(value, name)

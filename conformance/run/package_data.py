@@ -31,4 +31,4 @@ SPEC = on_disk(resources.files("batchspec") / "SPEC.md")
 INDEX = "index.json"
 RECORD, INPUTS, EXPECTED = "record.json", "inputs.safetensors", "expected.safetensors"
 TENSOR = "$tensor"  # marks a tensor in a JSON skeleton: {"$tensor": "<key in the safetensors file>"}
-REGENERATE = "python -m batchspec.conformance.goldens"
+REGENERATE = "python -m batchspec.conformance.tools.goldens"

@@ -15,9 +15,9 @@ under ``golden/data`` that the index does not list.
 
 Commands::
 
-    python -m batchspec.conformance.goldens                # regenerate every case, rewrite the index
-    python -m batchspec.conformance.goldens --check        # regenerate in memory; exit 1 on any difference
-    python -m batchspec.conformance.goldens --render-spec  # rewrite SPEC.md's <!-- golden:NAME --> blocks
+    python -m batchspec.conformance.tools.goldens                # regenerate every case, rewrite the index
+    python -m batchspec.conformance.tools.goldens --check        # regenerate in memory; exit 1 on any difference
+    python -m batchspec.conformance.tools.goldens --render-spec  # rewrite SPEC.md's <!-- golden:NAME --> blocks
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from batchspec.conformance.golden.errors import GoldenError
 from batchspec.conformance.golden.render import render_case, render_spec
 from batchspec.conformance.golden.runner import run_stored_case
 from batchspec.conformance.golden.store import StoredCase, load_all, load_case
-from batchspec.conformance.package_data import ROOT, SPEC
+from batchspec.conformance.run.package_data import ROOT, SPEC
 
 __all__ = [
     "ROOT",

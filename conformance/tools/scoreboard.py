@@ -1,6 +1,7 @@
-"""``python -m batchspec.conformance.scoreboard REPORT.json ... [--out FILE]``: several
+"""``python -m batchspec.conformance.tools.scoreboard REPORT.json ... [--out FILE]``: several
 backends' conformance reports (``--conformance-report=DIR`` writes ``DIR/report.json``) as one
-clause x backend table in Markdown, with each backend's verdict (``conformance/verdict.py``)."""
+clause x backend table in Markdown, with each backend's verdict (``conformance/run/verdict.py``), rendered by
+``conformance/run/report.py`` (``render_scoreboard``)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from batchspec.conformance.verdict import render_scoreboard
+from batchspec.conformance.run.report import render_scoreboard
 
 __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m batchspec.conformance.scoreboard", description=__doc__.splitlines()[0]
+        prog="python -m batchspec.conformance.tools.scoreboard", description=__doc__.splitlines()[0]
     )
     parser.add_argument("reports", nargs="+", type=Path, help="report.json files, one per backend run")
     parser.add_argument("--out", type=Path, default=None, help="write the Markdown here (default: print it)")

@@ -4,17 +4,17 @@ and the hooks that hand each test's result to the record and the report.
 
 From a checkout, ``conformance/conftest.py`` loads it: ``pytest conformance --backend=NAME``;
 installed, the ``batchspec`` command runs it (``batchspec/cli.py``). Options:
-``--device=cuda[:N]`` (conformance/device.py), ``--conformance-report=DIR`` (``report.json``
+``--device=cuda[:N]`` (conformance/run/device.py), ``--conformance-report=DIR`` (``report.json``
 and ``report.md``, and ``results.jsonl``: each test's record as it arrives, one JSON object a
 line, what a killed run leaves), ``--expectations=FILE`` and ``--strict-expectations``
-(conformance/expectations.py), ``--release`` (a deterministic run: hypothesis derandomized,
-no example database; conformance/hypothesis_profiles.py).
+(conformance/run/expectations.py), ``--release`` (a deterministic run: hypothesis derandomized,
+no example database; conformance/run/hypothesis_profiles.py).
 
-The jobs it hands on: the markers and the citation check (conformance/citations.py); a test's
-record (conformance/records.py) and its blame (conformance/blame.py); the report and its files
-(conformance/report.py); collecting the records, the verdict and the exit status, also on a
-usage error or an interrupted run (the ``Recorder``, conformance/recorder.py). Statuses and the
-verdict: conformance/verdict.py. The exit status is the verdict's: 1 when a MUST clause fails or
+The jobs it hands on: the markers and the citation check (conformance/run/citations.py); a test's
+record (conformance/run/records.py) and its blame (conformance/run/blame.py); the report and its files
+(conformance/run/report.py); collecting the records, the verdict and the exit status, also on a
+usage error or an interrupted run (the ``Recorder``, conformance/run/recorder.py). Statuses and the
+verdict: conformance/run/verdict.py. The exit status is the verdict's: 1 when a MUST clause fails or
 the suite failed, 2 (or 1) when the run is incomplete, pytest's own (4, 5, 3) on an error, 0
 otherwise (SHOULD failures and expected failures are reported, not fatal).
 """
@@ -27,19 +27,19 @@ from pathlib import Path
 
 import pytest
 
-from batchspec.conformance.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
-from batchspec.conformance.blame import note_raised_on_valid_input
-from batchspec.conformance.citations import MARKERS, citation_problems, cited_clauses
-from batchspec.conformance.device import DeviceOptionError, check_device_option
-from batchspec.conformance.expectations import ExpectationsError, load_expectations
 from batchspec.conformance.helpers.asserts import skip
-from batchspec.conformance.hypothesis_profiles import load_run_profile
 from batchspec.conformance.multirank.launchers import parse_launchers, plain_nodeid
-from batchspec.conformance.options import add_backend_option, add_device_option
-from batchspec.conformance.ordering import cheap_checks_first
-from batchspec.conformance.recorder import Recorder
-from batchspec.conformance.records import NOT_SUPPORTED, global_state_record, record_of, reproduce_command
-from batchspec.conformance.report import (
+from batchspec.conformance.run.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
+from batchspec.conformance.run.blame import note_raised_on_valid_input
+from batchspec.conformance.run.citations import MARKERS, citation_problems, cited_clauses
+from batchspec.conformance.run.device import DeviceOptionError, check_device_option
+from batchspec.conformance.run.expectations import ExpectationsError, load_expectations
+from batchspec.conformance.run.hypothesis_profiles import load_run_profile
+from batchspec.conformance.run.options import add_backend_option, add_device_option
+from batchspec.conformance.run.ordering import cheap_checks_first
+from batchspec.conformance.run.recorder import Recorder
+from batchspec.conformance.run.records import NOT_SUPPORTED, global_state_record, record_of, reproduce_command
+from batchspec.conformance.run.report import (
     REPORT_JSON,
     REPORT_MD,
     is_worker,
@@ -48,8 +48,9 @@ from batchspec.conformance.report import (
     suite_version,
     write_report,
 )
-from batchspec.conformance.spec import spec_clauses, spec_version
-from batchspec.conformance.torch_state import guarding_test
+from batchspec.conformance.run.spec import spec_clauses, spec_version
+from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS, SELECTED_LAUNCHERS
+from batchspec.conformance.run.torch_state import guarding_test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -166,7 +167,8 @@ def _share_cores(config: pytest.Config) -> None:
 
 
 def _configure_run(config: pytest.Config) -> None:
-    """The backend, device, launchers and expectations of the run, on ``config``.
+    """The backend, device, launchers and expectations of the run, on ``config.stash``
+    (conformance/run/stash.py).
 
     Raises:
         pytest.UsageError: see ``pytest_configure``.
@@ -175,7 +177,7 @@ def _configure_run(config: pytest.Config) -> None:
     if len(names) > 1:
         raise pytest.UsageError(f"--backend was given {len(names)} times ({', '.join(names)}): a run tests one backend")
     name = names[0] if names else None
-    config._batchspec_backend_spec = name
+    config.stash[BACKEND_SPEC] = name
     if config.getoption("--list-backends"):
         print(_backend_list(name))
         pytest.exit("listed the known backends", returncode=0)
@@ -190,14 +192,14 @@ def _configure_run(config: pytest.Config) -> None:
     except DeviceOptionError as error:
         raise pytest.UsageError(str(error)) from None
     try:
-        config._batchspec_backend = dataclasses.replace(load_backend(name), device=device)
+        config.stash[BACKEND] = dataclasses.replace(load_backend(name), device=device)
     except BackendError as error:
         raise pytest.UsageError(str(error)) from None
-    config._batchspec_launchers = parse_launchers(config.getoption("--launcher"))
+    config.stash[SELECTED_LAUNCHERS] = parse_launchers(config.getoption("--launcher"))
     _check_timeout(config)
     path = config.getoption("--expectations")
     try:
-        config._batchspec_expectations = load_expectations(path, spec_clauses()) if path else []
+        config.stash[EXPECTATIONS] = load_expectations(path, spec_clauses()) if path else []
     except ExpectationsError as error:
         raise pytest.UsageError(str(error)) from None
     load_run_profile(release=config.getoption("--release"), shrink=config.getoption("--shrink"))
@@ -253,7 +255,7 @@ def _backend_list(extra: str | None = None) -> str:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    backend: Backend = config._batchspec_backend
+    backend: Backend = config.stash[BACKEND]
     missing = sorted(set(CAPABILITIES) - backend.capabilities)
     how = "declared" if backend.declared else "inferred from its attributes"
     return [
@@ -276,7 +278,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         ),
         *(["  release run: hypothesis derandomized, no example database"] if config.getoption("--release") else []),
         *(
-            [f"  expectations: {len(config._batchspec_expectations)} entries from {config.getoption('--expectations')}"]
+            [f"  expectations: {len(config.stash[EXPECTATIONS])} entries from {config.getoption('--expectations')}"]
             if config.getoption("--expectations")
             else []
         ),
@@ -294,24 +296,24 @@ def scratch(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def backend(request: pytest.FixtureRequest) -> Backend:
     """The backend under test; conformance tests reach the code under test only through it."""
-    return request.config._batchspec_backend
+    return request.config.stash[BACKEND]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test of the suite cites known clauses of the profiles it requires; the tests run
-    cheap checks first (conformance/ordering.py: goldens, sections, properties, model checks).
+    cheap checks first (conformance/run/ordering.py: goldens, sections, properties, model checks).
 
     Raises:
         pytest.UsageError: the problems ``citation_problems`` finds, one a line.
     """
-    problems = citation_problems(items, Path(__file__).resolve().parent)
+    problems = citation_problems(items, Path(__file__).resolve().parents[1])
     if problems:
         raise pytest.UsageError("conformance tests must cite known SPEC clauses:\n  " + "\n  ".join(problems))
-    items[:] = cheap_checks_first(items, Path(__file__).resolve().parent)  # -x stops on the cheapest reproduction
+    items[:] = cheap_checks_first(items, Path(__file__).resolve().parents[1])  # -x stops on the cheapest reproduction
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    backend: Backend = item.config._batchspec_backend
+    backend: Backend = item.config.stash[BACKEND]
     for mark in item.iter_markers("requires"):
         for capability in mark.args:
             if not backend.supports(capability):
@@ -325,8 +327,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """A crashed or killed worker's test fails once, under every distribution mode
-    (conformance/scheduling.py)."""
-    from batchspec.conformance.scheduling import crash_isolating
+    (conformance/run/scheduling.py)."""
+    from batchspec.conformance.run.scheduling import crash_isolating
 
     return crash_isolating(config, log)
 
@@ -334,7 +336,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """torch's process-wide settings are put back after the test, and a change the backend made
-    is kept for the test's [global-state] record (conformance/torch_state.py, records.py)."""
+    is kept for the test's [global-state] record (conformance/run/torch_state.py, records.py)."""
     item.batchspec_state_changes = []
     with guarding_test(item.batchspec_state_changes):
         return (yield)

@@ -2,7 +2,7 @@
 
 The conformance tests build their inputs on the CPU and compare results on the CPU. With
 ``--device`` other than ``cpu``, ``Backend.__getattr__`` hands the tests, for the tensor
-functions of ``PLACED_FUNCTIONS`` (the records of ``conformance/functions.py`` whose
+functions of ``PLACED_FUNCTIONS`` (the records of ``conformance/run/functions.py`` whose
 ``device`` is set), ``placed(fn, name, device)``: a wrapper that runs the backend's function on
 the device and checks [tb-device] on what it returns, while the unchanged tests see what they
 would see on the CPU. A call through it:
@@ -23,7 +23,7 @@ would see on the CPU. A call through it:
    device, else the CPU (lists, numpy arrays, tensors on several devices); for one placed
    ``BY_TENSORS`` the one device of the tensors it received (the device moved to), the CPU when
    it received none. A tensor elsewhere is a
-   ``ClauseFailure`` on [tb-device] whose message starts with ``[tb-device]``;
+   ``ClauseFailure`` blamed on [tb-device];
 4. gives the caller the result where it would be without the wrapper: every returned tensor is
    moved to ``input_device`` of the caller's own arguments (the CPU for the suite's CPU inputs;
    a test that builds its inputs on an accelerator itself gets its results there), a returned
@@ -62,9 +62,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 import torch
 from zephon import SampleBatch
 
-from batchspec.conformance.functions import BY_TOKEN_FIELDS, FUNCTIONS, placed_functions
 from batchspec.conformance.helpers.asserts import clause_failure
 from batchspec.conformance.helpers.inputs import TOKEN_FIELDS
+from batchspec.conformance.run.functions import BY_TOKEN_FIELDS, FUNCTIONS, placed_functions
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -157,7 +157,7 @@ def _tensors(args: tuple, kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
 
 def input_device(name: str, args: tuple, kwargs: Mapping[str, Any]) -> torch.device:
     """Where [tb-device] puts the tensors ``name(*args, **kwargs)`` returns, by ``name``'s record
-    (``conformance/functions.py``, ``device``).
+    (``conformance/run/functions.py``, ``device``).
 
     ``BY_TOKEN_FIELDS`` (``convert_text_batch``): the device of the records' token fields when
     every record's token field is a tensor and all of them are on one device; else the CPU.

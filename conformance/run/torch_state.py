@@ -4,12 +4,12 @@ and a change reported on [global-state] (SPEC.md, "Conformance", "Process-wide s
 A backend that calls ``torch.set_default_dtype(torch.float16)`` and leaves it so would make every
 later test build its inputs and expected values in float16, and fail there, blamed on clauses
 that have nothing to do with it. So the suite reads ``SETTINGS`` before each call into a
-contract function (``guard_call``: conformance/backends.py wraps every function that
+contract function (``guard_call``: conformance/run/backends.py wraps every function that
 ``Backend`` hands out) and around each test's call phase (``guarding_test``: the plugin; it also
 catches a change made by a method of the contract's classes, the loader's, or a thread of the
 backend's), puts back whatever changed, and reports the change as a failure of
 [global-state], a SHOULD clause (a warning, never a failed verdict), of the test whose call
-made it (a record of its own beside the test's: conformance/records.py). Later tests run as
+made it (a record of its own beside the test's: conformance/run/records.py). Later tests run as
 if nothing had happened.
 
 Read: the default dtype, the default device (``torch.set_default_device``), grad mode, the
@@ -199,7 +199,7 @@ def guarding_test(found: list[str]) -> Iterator[None]:
     and each change that a call into the backend made (``guard_call``) or left there is appended
     to ``found`` and warned about (``GlobalStateWarning``). The test's own outcome is untouched:
     its checks are judged on their clauses, the change on [global-state] (its own record:
-    conformance/records.py, ``global_state_record``)."""
+    conformance/run/records.py, ``global_state_record``)."""
     before = snapshot()
     _changed.clear()
     try:

@@ -1,6 +1,6 @@
-"""The ``Recorder`` plugin (registered by conformance/plugin.py): it collects every test's record
-(conformance/records.py) where pytest reports results, logs each to ``results.jsonl`` as it
-arrives, and at the end computes the verdict, writes the report (conformance/report.py) and
+"""The ``Recorder`` plugin (registered by conformance/run/plugin.py): it collects every test's record
+(conformance/run/records.py) where pytest reports results, logs each to ``results.jsonl`` as it
+arrives, and at the end computes the verdict, writes the report (conformance/run/report.py) and
 sets the exit status.
 
 The report is written on every outcome once ``--conformance-report`` is known: a pass, a
@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from batchspec.conformance.backends import Backend
-from batchspec.conformance.blame import EVERY_CITED_CLAUSE, SUITE_ERROR
 from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
-from batchspec.conformance.records import reproduce_command
-from batchspec.conformance.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, is_worker, run_report, write_report
+from batchspec.conformance.run.backends import Backend
+from batchspec.conformance.run.blame import EVERY_CITED_CLAUSE, SUITE_ERROR
+from batchspec.conformance.run.records import reproduce_command
+from batchspec.conformance.run.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, is_worker, run_report, write_report
+from batchspec.conformance.run.stash import BACKEND
 
 __all__ = ["CTRL_C", "WORKER_GRACE_S", "Recorder", "Terminated"]
 
@@ -259,7 +260,7 @@ class Recorder:
     def _limited_to(self) -> list[str]:
         """The run's test paths and ids (relative to the suite's root) when they are not the whole
         suite (``conformance/``), else none."""
-        suite = Path(__file__).resolve().parent
+        suite = Path(__file__).resolve().parents[1]
         given = [(a, Path(a.split("::", 1)[0]).resolve()) for a in self.config.args]
         if not given or all(path == suite for _, path in given):
             return []
@@ -281,7 +282,7 @@ class Recorder:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.report is None:
             return
-        backend: Backend = self.config._batchspec_backend
+        backend: Backend = self.config.stash[BACKEND]
         verdict = self.report["verdict"]
         terminalreporter.section(f"batchspec clauses: backend {backend.name} {backend.version}")
         for clause, row in self.report["clauses"].items():

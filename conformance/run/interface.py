@@ -13,7 +13,7 @@ import ast
 import inspect
 from typing import Any
 
-from batchspec.conformance.spec import spec_signatures
+from batchspec.conformance.run.spec import spec_signatures
 
 __all__ = ["FACTORY", "REQUIRED", "SIGNATURES", "signature_problems"]
 

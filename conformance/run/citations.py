@@ -1,5 +1,5 @@
 """The ``clause`` and ``requires`` markers, and the check that every conformance test cites
-known SPEC clauses of the profiles it requires (run at collection, conformance/plugin.py)."""
+known SPEC clauses of the profiles it requires (run at collection, conformance/run/plugin.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from batchspec.conformance.backends import CAPABILITIES
-from batchspec.conformance.spec import SPEC_PATH, spec_clause_items, spec_clauses, spec_profiles, split_citation
+from batchspec.conformance.run.backends import CAPABILITIES
+from batchspec.conformance.run.spec import SPEC_PATH, spec_clause_items, spec_clauses, spec_profiles, split_citation
 
 __all__ = ["MARKERS", "citation_problems", "cited_clauses"]
 

@@ -1,0 +1,1 @@
+"""The suite's command-line tools and generators (conformance/__init__.py)."""
