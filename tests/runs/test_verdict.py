@@ -363,7 +363,11 @@ def _alive(stat: Path, parent: int | None = None) -> bool:
     return state != "Z" and (parent is None or int(ppid) == parent)
 
 
-STOPS_WITHIN_S = 5  # README "Gating a release": an interrupted run ends this soon, report written
+# README "Gating a release": an interrupted run ends at once (workers get SIGINT, are killed a
+# second later; under 5 s on 2 idle cores), report written. The bound tells "stopped" from
+# "waited for the queued property tests" (minutes at BATCHSPEC_MAX_EXAMPLES=100000) with room
+# for a 2-core CI machine shared with other jobs: it is not a timing figure (those go in bench/).
+STOPS_WITHIN_S = 20
 
 
 @pytest.mark.parametrize(
