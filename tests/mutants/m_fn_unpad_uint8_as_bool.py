@@ -1,4 +1,4 @@
-"""get_unpad_data reads a uint8 mask as a legacy byte (bool) mask. Breaks: [unpad-indexed], [unpad-outputs]
+"""get_unpad_data reads a uint8 mask as a legacy byte (bool) mask. Breaks: [unpad-indexed], [unpad-outputs], [unpad-precondition]
 
 So a uint8 mask of ids > 1 takes the binary route (one span per row) instead of the indexed one;
 int64, int32 and bool masks are right.
