@@ -1,4 +1,8 @@
-"""starts are where positions decrease: a 1-token subdocument joins the next. Breaks: [ctb-boundaries-from-zeros], [ctb-document-ids]"""
+"""Starts where positions fall: a 1-token document joins the next. Breaks: [ctb-boundaries-from-zeros], [ctb-document-ids], [xdoc-contract]
+
+With cross-document attention, the merged document's positions run on: the largest translated
+position moves, so a ValueError [xdoc-contract] asks for may be missing (or raised wrongly).
+"""
 
 from mutant_base import reference, reference_with
 

@@ -1,4 +1,8 @@
-"""adapt_model_inputs zeroes ineligible tokens in the caller's document_ids in place before copying them. Breaks: [adapt-no-mutation]"""
+"""adapt_model_inputs zeroes ineligible tokens in the caller's document_ids in place, then copies. Breaks: [adapt-no-mutation], [tb-layout]
+
+On document_ids laid out with a zero stride (one row seen B times) the in-place write reaches every
+row, so the output differs from the contiguous input's: the layout check fails too.
+"""
 
 from mutant_base import reference, reference_with
 
