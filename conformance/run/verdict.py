@@ -165,11 +165,6 @@ def build_report(
     records = sorted(records, key=lambda r: r["nodeid"])
     clauses = _clause_rows(records, levels, expectations)
     suite_errors = sorted(r["nodeid"] for r in records if r["outcome"] == "suite error")
-    expected = [
-        {"nodeid": r["nodeid"], "clauses": sorted(r.get("blamed") or ()), "entry": r["expectation"]}
-        for r in records
-        if r["outcome"] == "expected failure"
-    ]
     unexpected = _unexpected_passes(records, clauses, expectations)
     must_failures = _failing(clauses, "MUST")
     failed = bool(must_failures or suite_errors or (strict_expectations and unexpected))
@@ -187,14 +182,12 @@ def build_report(
         "incomplete": incomplete,
         "unchecked_must_clauses": unchecked,
         "collection_errors": [dict(problem) for problem in collection_errors],
-        "left_out": {"count": len(left_out), "tests": left_out[:LEFT_OUT_LISTED]},
-        "limited_to": sorted(limited_to),
-        "never_ran": {"count": len(never_ran), "tests": never_ran[:LEFT_OUT_LISTED]},
+        **_not_run(left_out, limited_to, never_ran),
         **_suite_and_backend(header),
         "must_failures": must_failures,
         "should_failures": _failing(clauses, "SHOULD"),
         "suite_errors": suite_errors,
-        "expected_failures": expected,
+        "expected_failures": _expected_failures(records),
         "unexpected_passes": unexpected,
         "stale_expectations": _stale(expectations, records),
         "strict_expectations": strict_expectations,
@@ -225,6 +218,24 @@ def _unexpected_passes(
         for c, row in clauses.items()
         if row["status"] == "unexpected pass" and c in expected_clauses
     ]
+
+
+def _expected_failures(records: list[Mapping]) -> list[dict]:
+    """Each expected failure's test, the clauses it blamed and its expectation entry."""
+    return [
+        {"nodeid": r["nodeid"], "clauses": sorted(r.get("blamed") or ()), "entry": r["expectation"]}
+        for r in records
+        if r["outcome"] == "expected failure"
+    ]
+
+
+def _not_run(left_out: list[str], limited_to: Sequence[str], never_ran: list[str]) -> dict:
+    """The verdict's counts of what the run left out (its selection, its paths) and never ran."""
+    return {
+        "left_out": {"count": len(left_out), "tests": left_out[:LEFT_OUT_LISTED]},
+        "limited_to": sorted(limited_to),
+        "never_ran": {"count": len(never_ran), "tests": never_ran[:LEFT_OUT_LISTED]},
+    }
 
 
 def _result(error: str | None, error_status: int, failed: bool, incomplete: bool, stopped: bool) -> tuple[str, int]:
