@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,7 +131,7 @@ def _run_rank_command(launcher, backend_spec, ranks, job: list[str], name: str, 
                 str(zygote.socket_path()),
                 "mpi_main",
             ]
-        command = [MPIEXEC, "-n", str(ranks), sys.executable, *rank_command, *job]
+        command: list[Any] = [MPIEXEC, "-n", str(ranks), sys.executable, *rank_command, *job]
     else:
         command = [sys.executable, "-m", "batchspec.conformance.multirank.torch_main", "--ranks", str(ranks), *job]
     # the rank processes start in the caller's directory, as pytest did

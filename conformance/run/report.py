@@ -85,6 +85,16 @@ def suite_version() -> str:
         return "unknown"
 
 
+def _hypothesis_settings() -> str:
+    """The run's hypothesis settings, as the report's header shows them."""
+    current = settings.default
+    assert current is not None, "hypothesis always has a current settings profile"
+    return (
+        f"max_examples={current.max_examples}, derandomize={current.derandomize}, "
+        f"database={'none' if current.database is None else 'default'}"
+    )
+
+
 def header(config: pytest.Config) -> dict:
     """What the report says about the suite, the backend, the environment and the run; a backend
     that was not loaded (refused, or a usage error came first) has ``loaded: false`` and
@@ -132,8 +142,7 @@ def header(config: pytest.Config) -> dict:
         },
         "run": {
             "release": config.getoption("--release"),
-            "hypothesis settings": f"max_examples={settings.default.max_examples}, derandomize={settings.default.derandomize}, "
-            f"database={'none' if settings.default.database is None else 'default'}",
+            "hypothesis settings": _hypothesis_settings(),
             "expectations": config.getoption("--expectations") or "none",
             "strict_expectations": config.getoption("--strict-expectations"),
             "arguments": shlex.join(str(a) for a in config.invocation_params.args),

@@ -111,7 +111,7 @@ def _status(outcomes: list[tuple[str, str]], expected_clause: bool) -> str:
     return "not supported"
 
 
-def _stale(expectations: list[Expectation], records: list[Mapping]) -> list[dict]:
+def _stale(expectations: list[Expectation], records: Sequence[Mapping]) -> list[dict]:
     nodeids = [r["nodeid"] for r in records]
     clauses = {c for r in records for c in (*r["cited"], *(r.get("blamed") or ()))}
     stale = []
@@ -124,7 +124,7 @@ def _stale(expectations: list[Expectation], records: list[Mapping]) -> list[dict
 
 
 def build_report(
-    records: list[Mapping],
+    records: Sequence[Mapping],
     *,
     levels: Mapping[str, str],
     expectations: list[Expectation],
@@ -206,7 +206,7 @@ def build_report(
 
 
 def _unexpected_passes(
-    records: list[Mapping], clauses: Mapping[str, _ClauseRow], expectations: list[Expectation]
+    records: Sequence[Mapping], clauses: Mapping[str, _ClauseRow], expectations: list[Expectation]
 ) -> list[dict]:
     """The expectations that did not hold: each test entry that passed (by node id), then each clause entry whose clause passed."""
     expected_clauses = {e.clause for e in expectations if e.clause is not None}
@@ -220,7 +220,7 @@ def _unexpected_passes(
     ]
 
 
-def _expected_failures(records: list[Mapping]) -> list[dict]:
+def _expected_failures(records: Sequence[Mapping]) -> list[dict]:
     """Each expected failure's test, the clauses it blamed and its expectation entry."""
     return [
         {"nodeid": r["nodeid"], "clauses": sorted(r.get("blamed") or ()), "entry": r["expectation"]}
@@ -261,7 +261,7 @@ def _suite_and_backend(header: Mapping) -> dict:
 
 
 def _clause_rows(
-    records: list[Mapping], levels: Mapping[str, str], expectations: list[Expectation]
+    records: Sequence[Mapping], levels: Mapping[str, str], expectations: list[Expectation]
 ) -> dict[str, _ClauseRow]:
     """The report's per-clause table, by clause id (sorted): level, status and each test's outcome."""
     per_clause = clause_outcomes(records)
@@ -317,7 +317,7 @@ def _incomplete_reasons(
     return incomplete
 
 
-def _failure_entries(records: list[Mapping]) -> list[dict]:
+def _failure_entries(records: Sequence[Mapping]) -> list[dict]:
     """The report's ``failures``: each failed, suite-error, expected-failure or unexpected-pass record."""
     return [
         {
