@@ -91,21 +91,9 @@ def convert_text_batch(
     records = _records(sample_batch)
     rows = [_read_row(record, b) for b, record in enumerate(records)]
 
-    # 2. Unpacked rows are right-padded to one length [unpacked-padding]; without
-    # pad_to_length, pad_token_id is ignored [unpacked-pad-token-only-with-length]. After this
-    # the unpacked route is the packed route [unpacked-same-route].
-    if pad_to_length is not None:
-        assert pad_token_id is not None  # _check_options requires it with pad_to_length
-        rows = [_pad_row(row, pad_to_length, pad_token_id, b) for b, row in enumerate(rows)]
-    lengths = [len(row.tokens) for row in rows]
-    if len(set(lengths)) != 1:
-        raise ValueError(
-            f"sample_batch rows must share one unshifted length without pad_to_length, got lengths {lengths}"
-        )
-    if lengths[0] < 2:
-        raise ValueError(
-            f"sample_batch record 0: rows must hold at least 2 unshifted tokens to shift, got {lengths[0]}"
-        )
+    # 2. Unpacked rows are right-padded to one length [unpacked-padding]; after this the
+    # unpacked route is the packed route [unpacked-same-route].
+    rows = _rows_of_one_length(rows, pad_to_length, pad_token_id)
 
     # 3. Shift, mask and number subdocuments on the original boundaries, on the token
     # fields' device [tb-device].
@@ -121,6 +109,26 @@ def convert_text_batch(
     if output_format == "batched":
         apply_batched_output(batch, packing_contract)
     return batch
+
+
+def _rows_of_one_length(rows: list[_Row], pad_to_length: int | None, pad_token_id: int | None) -> list[_Row]:
+    """Step 2 of ``convert_text_batch``: with ``pad_to_length``, each row right-padded to it with
+    ``pad_token_id`` [unpacked-padding]; without it, ``pad_token_id`` is ignored
+    [unpacked-pad-token-only-with-length]. Either way the rows must then share one unshifted length
+    of at least 2 tokens, else ``ValueError`` ([ctb-input-errors], [unpacked-errors])."""
+    if pad_to_length is not None:
+        assert pad_token_id is not None  # _check_options requires it with pad_to_length
+        rows = [_pad_row(row, pad_to_length, pad_token_id, b) for b, row in enumerate(rows)]
+    lengths = [len(row.tokens) for row in rows]
+    if len(set(lengths)) != 1:
+        raise ValueError(
+            f"sample_batch rows must share one unshifted length without pad_to_length, got lengths {lengths}"
+        )
+    if lengths[0] < 2:
+        raise ValueError(
+            f"sample_batch record 0: rows must hold at least 2 unshifted tokens to shift, got {lengths[0]}"
+        )
+    return rows
 
 
 def _check_options(

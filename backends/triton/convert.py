@@ -24,6 +24,7 @@ import triton
 
 from batchspec.backends.triton import kernels
 from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
+from batchspec.backends.vectorized.convert import _row_width
 from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
 from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
 from batchspec.backends.vectorized.records import as_batch, is_int, place_rows, read_records
@@ -114,24 +115,60 @@ def convert_text_batch(
     records = sample_records(sample_batch)
     rows = read_records(records)
     batch = len(rows.lengths)
+    width = _row_width(rows.lengths, pad_to_length)  # [unpacked-padding, ctb-input-errors] 7, 8
+    tokens, positions, first_pad, reads = _rows_on_device(rows, width, pad_token_id)
 
-    # Row length after the unpacked route's padding [unpacked-padding, ctb-input-errors] 7, 8.
-    if pad_to_length is not None:
-        for index, length in enumerate(rows.lengths):
-            if length > pad_to_length:
-                raise ValueError(
-                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
-                )
-        width = pad_to_length
-    else:
-        if len(set(rows.lengths)) != 1:
-            raise ValueError(f"sample_batch rows have different lengths {rows.lengths} and no pad_to_length is given")
-        width = rows.lengths[0]
-        if width < 2:
-            raise ValueError(f"sample_batch record 0: length {width}, but rows need at least 2 tokens to shift")
-
-    device = output_device(rows.given)
+    document_ids, starts = document_ids_and_starts(positions, first_pad)
+    labels, padding_mask = shifted_labels(tokens, starts, first_pad, ignore_index, mask_segment_starts)
     sequence = width - 1
+    out: dict[str, Any] = {
+        "input_ids": tokens[:, :sequence].clone(),
+        "labels": labels,
+        "position_ids": positions[:, :sequence].clone(),
+        "padding_mask": padding_mask,
+        "document_ids": document_ids,
+        "attention_document_ids": document_ids.clone(),  # [ctb-attention-ids]
+    }
+    bound = getattr(packing_contract, "max_sequence_length", None)  # [xdoc-contract]
+    if allow_cross_document_attention:  # [ctb-xdoc] via enable_xdoc_attention's semantics
+        translated = document_ids > 0
+        out["position_ids"] = xdoc_positions(out["position_ids"][None], document_ids, translated, sequence + 1)[0]
+        out["attention_document_ids"] = translated.to(torch.int64)
+        if is_int(bound):
+            reads.append(torch.where(translated, out["position_ids"], -1).amax()[None])
+    selected = out["attention_document_ids"]
+    wants_metadata = output_format == "batched" and contract_requests_metadata(packing_contract)
+    if output_format == "thd" or wants_metadata:
+        counts, spans = monotone_row_spans(selected)
+        reads.append(spans.amax()[None])
+        if wants_metadata:
+            reads.append(counts[:, 1:].amax()[None])
+
+    rest = _check_device_reads(reads, batch, allow_cross_document_attention and is_int(bound), bound)
+    if output_format == "thd":
+        seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])
+        out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
+        return out
+    out["_packed_seq_ids"] = selected.clone()
+    mask_type = packing_contract.packed_mask_type
+    if mask_type not in _PACKED_MASKS:
+        raise ValueError(f"packing_contract.packed_mask_type {mask_type!r} is not one of {sorted(_PACKED_MASKS)}")
+    out["attention_mask"] = _PACKED_MASKS[mask_type](selected)
+    if wants_metadata:
+        largest_id, max_seqlen = rest
+        out.update(metadata_from_spans(selected, counts, spans, max(1, largest_id) + 1))
+        out["max_seqlen"] = int(max_seqlen)
+    return out
+
+
+def _rows_on_device(
+    rows: Any, width: int, pad_token_id: int | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    """The rows' tokens and positions as ``[B, width]`` int64 on the outputs' device, the first
+    pad column of each row (unshifted), and the device reads queued so far: the per-row flags
+    ``bad_start`` and ``negative`` of [ctb-input-errors] 10 (read back in ``_check_device_reads``)."""
+    batch = len(rows.lengths)
+    device = output_device(rows.given)
     same_length = all(length == width for length in rows.lengths)
     lengths = torch.tensor(rows.lengths, device=device)
     first_pad = lengths - torch.tensor(rows.padding, device=device)  # first pad column, unshifted
@@ -159,59 +196,21 @@ def convert_text_batch(
     negative = torch.zeros(batch, dtype=torch.bool, device=device)
     bad_start[given] = positions[given, 0] != 0
     negative[given] = (positions[given] < 0).any(dim=1)
-    reads: list[torch.Tensor] = [bad_start, negative]  # [ctb-input-errors] 10, read back below
+    return tokens, positions, first_pad, [bad_start, negative]
 
-    document_ids, starts = document_ids_and_starts(positions, first_pad)
-    labels, padding_mask = shifted_labels(tokens, starts, first_pad, ignore_index, mask_segment_starts)
-    input_ids = tokens[:, :sequence].clone()
-    position_ids = positions[:, :sequence].clone()
-    selected = document_ids.clone()  # [ctb-attention-ids]
-    bound = getattr(packing_contract, "max_sequence_length", None)  # [xdoc-contract]
 
-    if allow_cross_document_attention:  # [ctb-xdoc] via enable_xdoc_attention's semantics
-        translated = document_ids > 0
-        position_ids = xdoc_positions(position_ids[None], document_ids, translated, sequence + 1)[0]
-        selected = translated.to(torch.int64)
-        if is_int(bound):
-            reads.append(torch.where(translated, position_ids, -1).amax()[None])
-
-    out: dict[str, Any] = {
-        "input_ids": input_ids,
-        "labels": labels,
-        "position_ids": position_ids,
-        "padding_mask": padding_mask,
-        "document_ids": document_ids,
-        "attention_document_ids": selected,
-    }
-    wants_metadata = output_format == "batched" and contract_requests_metadata(packing_contract)
-    if output_format == "thd" or wants_metadata:
-        counts, spans = monotone_row_spans(selected)
-        reads.append(spans.amax()[None])
-        if wants_metadata:
-            reads.append(counts[:, 1:].amax()[None])
-
+def _check_device_reads(reads: list[torch.Tensor], batch: int, checks_bound: bool, bound: Any) -> list[int]:
+    """Read every queued value back in one transfer and raise the positions faults of
+    [ctb-input-errors] 10 (naming the record), then the xdoc bound [xdoc-contract] when
+    ``checks_bound``. Returns the values read after those (the route's span counts)."""
     values = torch.cat([r.to(torch.int64) for r in reads]).tolist()
     flags_start, flags_negative, rest = values[:batch], values[batch : 2 * batch], values[2 * batch :]
     if any(flags_start):
         raise ValueError(f"sample_batch record {flags_start.index(1)}: positions must start at 0")
     if any(flags_negative):
         raise ValueError(f"sample_batch record {flags_negative.index(1)}: positions must be >= 0")
-    if allow_cross_document_attention and is_int(bound):
+    if checks_bound:
         largest, rest = rest[0], rest[1:]
         if largest >= bound:
             raise xdoc_bound_error(largest, bound)
-
-    if output_format == "thd":
-        seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])
-        out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
-        return out
-    out["_packed_seq_ids"] = selected.clone()
-    mask_type = packing_contract.packed_mask_type
-    if mask_type not in _PACKED_MASKS:
-        raise ValueError(f"packing_contract.packed_mask_type {mask_type!r} is not one of {sorted(_PACKED_MASKS)}")
-    out["attention_mask"] = _PACKED_MASKS[mask_type](selected)
-    if wants_metadata:
-        largest_id, max_seqlen = rest
-        out.update(metadata_from_spans(selected, counts, spans, max(1, largest_id) + 1))
-        out["max_seqlen"] = int(max_seqlen)
-    return out
+    return rest

@@ -258,7 +258,26 @@ def check_converted_batch(
     batch_size, sequence_length = len(rows), len(rows[0].tokens) - 1
     block_causal = contract.packed_mask_type == "block_causal"
     wants_metadata = bool(contract.return_packed_sequence_metadata)
+    _check_keys_shapes_dtypes(out, batch_size, sequence_length, block_causal, wants_metadata, contract, call)
+    expected_ids = _check_rows_and_document_ids(out, expected, call)
+    _check_labels_and_id_copies(out, rows, expected, expected_ids, ignore_index, mask_segment_starts, call)
+    _check_attention_mask(out["attention_mask"], expected_ids, sequence_length, block_causal, call)
+    _check_metadata(out, expected, expected_ids, batch_size, sequence_length, wants_metadata, call)
 
+
+def _check_keys_shapes_dtypes(
+    out: Mapping[str, Any],
+    batch_size: int,
+    sequence_length: int,
+    block_causal: bool,
+    wants_metadata: bool,
+    contract: Any,
+    call: str,
+) -> None:
+    """I1 of ``check_converted_batch``: every key present ([tb-shapes], [batched-metadata]), each
+    field ``[B, S]`` (``attention_mask`` ``[B, 1, S, S]`` when block-causal) with its dtype
+    ([tb-shapes], [tb-dtypes])."""
+    __tracebackhide__ = True
     # I1: keys, shapes, dtypes.
     needed = [*BASE_KEYS, "attention_mask", *(METADATA_KEYS if wants_metadata else ())]
     missing = [key for key in needed if key not in out]
@@ -295,7 +314,13 @@ def check_converted_batch(
             f"attention_mask.dtype={mask.dtype}, but should be {mask_dtype}", clause="tb-dtypes", call=call
         )
 
-    labels, padding_mask, document_ids = out["labels"], out["padding_mask"], out["document_ids"]
+
+def _check_rows_and_document_ids(out: Mapping[str, Any], expected: dict[str, Any], call: str) -> torch.Tensor:
+    """``input_ids``, ``position_ids`` and ``padding_mask`` exactly as expected ([ctb-shift],
+    [ctb-positions], [ctb-padding-mask]), then I3: ``document_ids`` is 0 exactly at padding and
+    equals the expected ids ([ctb-document-ids]). Returns the expected ids ``[B, S]`` int64."""
+    __tracebackhide__ = True
+    padding_mask, document_ids = out["padding_mask"], out["document_ids"]
 
     # Inputs, positions and padding come straight from the rows: compare them exactly first.
     assert_tensor_equal(
@@ -333,7 +358,24 @@ def check_converted_batch(
     )
     expected_ids = torch.tensor(expected["document_ids"], dtype=torch.int64)
     assert_tensor_equal("document_ids", document_ids, expected_ids, clause="ctb-document-ids", call=call)
+    return expected_ids
 
+
+def _check_labels_and_id_copies(
+    out: Mapping[str, Any],
+    rows: Sequence[Row],
+    expected: dict[str, Any],
+    expected_ids: torch.Tensor,
+    ignore_index: int,
+    mask_segment_starts: bool,
+    call: str,
+) -> None:
+    """I2: the exact labels, each differing label blamed on its rule ([ctb-shift],
+    [ctb-padding-labels], [ctb-segment-starts], [ctb-cross-document-targets], [ctb-ignore-index]);
+    then ``attention_document_ids`` and ``_packed_seq_ids`` (a separate tensor) equal the ids
+    ([ctb-attention-ids], [batched-packed-seq-ids])."""
+    __tracebackhide__ = True
+    labels = out["labels"]
     # I2, exact labels computed from the rows: each differing label is blamed on its rule
     # (padding target, subdocument start, sentinel value or shift: fields.label_clauses).
     expected_labels = torch.tensor(expected["labels"], dtype=torch.int64)
@@ -361,6 +403,13 @@ def check_converted_batch(
             call=call,
         )
 
+
+def _check_attention_mask(
+    mask: torch.Tensor, expected_ids: torch.Tensor, sequence_length: int, block_causal: bool, call: str
+) -> None:
+    """``attention_mask`` is the block-causal mask over the expected ids ([batched-block-causal])
+    or the ids themselves ([batched-document-ids-mask])."""
+    __tracebackhide__ = True
     # Attention mask: block-causal over the expected ids (torch broadcasting), or the ids.
     if block_causal:
         same = (expected_ids[:, :, None] == expected_ids[:, None, :]) & (expected_ids[:, :, None] > 0)
@@ -369,6 +418,19 @@ def check_converted_batch(
     else:
         assert_tensor_equal("attention_mask", mask, expected_ids, clause="batched-document-ids-mask", call=call)
 
+
+def _check_metadata(
+    out: Mapping[str, Any],
+    expected: dict[str, Any],
+    expected_ids: torch.Tensor,
+    batch_size: int,
+    sequence_length: int,
+    wants_metadata: bool,
+    call: str,
+) -> None:
+    """I6: the metadata keys, present exactly when requested, typed ([tb-dtypes]) and equal to the
+    expected metadata ([batched-metadata])."""
+    __tracebackhide__ = True
     # I6: metadata, present exactly when requested.
     if not wants_metadata:
         present = [key for key in METADATA_KEYS if key in out]

@@ -215,38 +215,8 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
                         loader = impl.ZephonDataLoader(spy, row_indices, packing_contract=Contract())
                         loaders.append(loader)
                         outcome = None
-                    elif verb == "next":
-                        try:
-                            outcome = next(loader)
-                        except StopIteration:
-                            outcome = "StopIteration"
-                    elif verb == "rest":
-                        outcome = list(loader)
-                    elif verb == "iter":
-                        outcome = iter(loader) is loader
-                    elif verb == "iterator":
-                        outcome = isinstance(loader, collections.abc.Iterator)
-                    elif verb == "distributed":
-                        outcome = {
-                            "class": getattr(type(loader), "use_distributed_checkpointing", "<missing>"),
-                            "instance": getattr(loader, "use_distributed_checkpointing", "<missing>"),
-                        }
-                    elif verb == "close":
-                        outcome = loader.close()
-                    elif verb == "state":
-                        outcome = _view(_state_bytes(loader), label)
-                    elif verb == "save":
-                        saved[argument] = data = _state_bytes(loader)
-                        _view(data, label)  # labels its fingerprint
-                        outcome = "non-empty" if data else "empty"
-                    elif verb == "same":
-                        outcome = _state_bytes(loader) == argument
-                    elif verb in {"load", "load_arg"}:
-                        outcome = loader.load_state_dict({"zephon": argument} if verb == "load" else argument)
-                    elif verb == "calls":
-                        outcome = {"iter": spy.calls["iter"], "checkpoint": spy.calls["checkpoint"]}
-                    else:  # restores
-                        outcome = spy.calls["restore"]
+                    else:
+                        outcome = _outcome(verb, argument, loader, spy, saved, label)
                 except AssertionError:
                     raise
                 except Exception as error:  # recorded and compared
@@ -261,3 +231,41 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
             else:
                 os.environ["ZEPHON_CATALOG_DIR"] = catalog
     return {"outcomes": outcomes}
+
+
+def _outcome(verb: str, argument: Any, loader: Any, spy: SpyPipeline, saved: dict[str, bytes], label: _Labels) -> Any:
+    """What one action other than 'new' gives on ``loader`` (see the module docstring); an error
+    it raises is recorded by ``run_state_script``."""
+    if verb == "next":
+        try:
+            outcome = next(loader)
+        except StopIteration:
+            outcome = "StopIteration"
+    elif verb == "rest":
+        outcome = list(loader)
+    elif verb == "iter":
+        outcome = iter(loader) is loader
+    elif verb == "iterator":
+        outcome = isinstance(loader, collections.abc.Iterator)
+    elif verb == "distributed":
+        outcome = {
+            "class": getattr(type(loader), "use_distributed_checkpointing", "<missing>"),
+            "instance": getattr(loader, "use_distributed_checkpointing", "<missing>"),
+        }
+    elif verb == "close":
+        outcome = loader.close()
+    elif verb == "state":
+        outcome = _view(_state_bytes(loader), label)
+    elif verb == "save":
+        saved[argument] = data = _state_bytes(loader)
+        _view(data, label)  # labels its fingerprint
+        outcome = "non-empty" if data else "empty"
+    elif verb == "same":
+        outcome = _state_bytes(loader) == argument
+    elif verb in {"load", "load_arg"}:
+        outcome = loader.load_state_dict({"zephon": argument} if verb == "load" else argument)
+    elif verb == "calls":
+        outcome = {"iter": spy.calls["iter"], "checkpoint": spy.calls["checkpoint"]}
+    else:  # restores
+        outcome = spy.calls["restore"]
+    return outcome

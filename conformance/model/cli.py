@@ -56,68 +56,40 @@ def _cell(result) -> str:
     return f"NOT equivalent ({len(result.mismatches)})"
 
 
+class _UsageError(Exception):
+    """A usage error, or a check that cannot run: printed, exit status 2."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the check and print the table; returns the exit status."""
     args = _parser().parse_args(argv)
-    from batchspec.conformance.helpers.asserts import SuiteError
-    from batchspec.conformance.model import wiring
-    from batchspec.conformance.model.equivalence import RouteResult, check_route
-    from batchspec.conformance.model.evaluation import TOLERANCES, Mismatch
-    from batchspec.conformance.model.models import (
-        build_model,
-        fit_for_cpu,
-        load_config,
-        position_kind,
-        tiny_llama_config,
-    )
-    from batchspec.conformance.model.routes import ROUTES
+    try:
+        return _check(args)
+    except _UsageError as error:
+        print(f"batchspec check-model: {error}", file=sys.stderr)
+        return 2
+
+
+def _check(args: argparse.Namespace) -> int:
+    """The check of ``main``: raises ``_UsageError`` for exit status 2."""
+    from batchspec.conformance.model.models import build_model, fit_for_cpu, load_config, position_kind
     from batchspec.conformance.run.backends import BackendError, load_backend
 
     try:
         config = load_config(args.config)
         backend = load_backend(args.backend)
     except (ValueError, BackendError) as error:
-        print(f"batchspec check-model: {error}", file=sys.stderr)
-        return 2
-    dtypes = {str(d).removeprefix("torch."): d for d, _ in TOLERANCES}
-    dtype = dtypes.get(args.dtype or ("float64" if args.device == "cpu" else "bfloat16"))
-    if dtype is None:
-        print(f"batchspec check-model: --dtype {args.dtype!r}: one of {sorted(dtypes)}", file=sys.stderr)
-        return 2
-    if args.kernel not in wiring.KERNELS:
-        print(f"batchspec check-model: --kernel {args.kernel!r}: one of {sorted(wiring.KERNELS)}", file=sys.stderr)
-        return 2
-    if args.kernel == "torch_varlen" and (not args.device.startswith("cuda") or dtype not in (torch.bfloat16,)):
-        print(
-            "batchspec check-model: --kernel torch_varlen is a flash kernel: --device cuda --dtype bfloat16",
-            file=sys.stderr,
-        )
-        return 2
-    implementations = [a for a in args.attention.split(",") if a]
-    wanted = [r for r in args.routes.split(",") if r]
-    unknown = sorted(set(wanted) - {r.name for r in ROUTES})
-    if unknown or any((dtype, a) not in TOLERANCES for a in implementations):
-        known = sorted({a for d, a in TOLERANCES if d == dtype})
-        print(
-            f"batchspec check-model: unknown routes {unknown} (known: {[r.name for r in ROUTES]}), "
-            f"or an attention implementation without a {dtype} tolerance (known: {known})",
-            file=sys.stderr,
-        )
-        return 2
+        raise _UsageError(str(error)) from error
+    dtype = _dtype(args)
+    implementations, wanted = _selection(args, dtype)
     changes: list[str] = []
     if args.device == "cpu":
         config, changes = fit_for_cpu(config)
-    # random weights as sharp as the tiny models' (their spread, scaled to this width): attention
-    # far from uniform, so a wrong key or position shows
-    tiny = tiny_llama_config()
-    spread = round(tiny["initializer_range"] * (tiny["hidden_size"] / int(config["hidden_size"])) ** 0.5, 4)
-    sharpened = config.get("initializer_range") != spread
-    config = {**config, "initializer_range": spread}
+    config, spread, sharpened = _sharpened(config)
     try:
         model = build_model(config, seed=args.seed, dtype=dtype, device=args.device)
     except ValueError as error:
-        print(f"batchspec check-model: {error}", file=sys.stderr)
-        return 2
+        raise _UsageError(str(error)) from error
     kind = position_kind(config)
     print(
         f"batchspec check-model: {config['model_type']} from {args.config}, backend {backend.name} "
@@ -129,12 +101,77 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  random weights of std {spread} (initializer_range): sharp attention, so a wrong key or position shows"
         )
-    varlen = f"varlen ({args.kernel})"
-    columns = [*implementations, varlen]
-    # per route: its name and each column's cell (a result, a note, or None: the column does not apply)
+    columns = [*implementations, f"varlen ({args.kernel})"]
+    started = time.monotonic()
+    rows, failures = _run_routes(backend, model, kind, wanted, columns, args.kernel)
+    _print_table(rows, columns)
+    print(f"  ({time.monotonic() - started:.1f} s; differences relative to max(1, |logit|) of each document)")
+    if failures:
+        print(f"\n{len(failures)} differences; the first:")
+        for mismatch in failures[:10]:
+            print(f"  {mismatch}")
+        print("verdict: NOT equivalent")
+        return 1
+    print("verdict: every route run is equivalent")
+    return 0
+
+
+def _dtype(args: argparse.Namespace) -> torch.dtype:
+    """``--dtype`` (float64 on the CPU, else bfloat16 by default), checked with ``--kernel``."""
+    from batchspec.conformance.model import wiring
+    from batchspec.conformance.model.evaluation import TOLERANCES
+
+    dtypes = {str(d).removeprefix("torch."): d for d, _ in TOLERANCES}
+    dtype = dtypes.get(args.dtype or ("float64" if args.device == "cpu" else "bfloat16"))
+    if dtype is None:
+        raise _UsageError(f"--dtype {args.dtype!r}: one of {sorted(dtypes)}")
+    if args.kernel not in wiring.KERNELS:
+        raise _UsageError(f"--kernel {args.kernel!r}: one of {sorted(wiring.KERNELS)}")
+    if args.kernel == "torch_varlen" and (not args.device.startswith("cuda") or dtype not in (torch.bfloat16,)):
+        raise _UsageError("--kernel torch_varlen is a flash kernel: --device cuda --dtype bfloat16")
+    return dtype
+
+
+def _selection(args: argparse.Namespace, dtype: torch.dtype) -> tuple[list[str], list[str]]:
+    """``(attention implementations, wanted routes)`` of ``--attention`` and ``--routes``, each known."""
+    from batchspec.conformance.model.evaluation import TOLERANCES
+    from batchspec.conformance.model.routes import ROUTES
+
+    implementations = [a for a in args.attention.split(",") if a]
+    wanted = [r for r in args.routes.split(",") if r]
+    unknown = sorted(set(wanted) - {r.name for r in ROUTES})
+    if unknown or any((dtype, a) not in TOLERANCES for a in implementations):
+        known = sorted({a for d, a in TOLERANCES if d == dtype})
+        raise _UsageError(
+            f"unknown routes {unknown} (known: {[r.name for r in ROUTES]}), "
+            f"or an attention implementation without a {dtype} tolerance (known: {known})"
+        )
+    return implementations, wanted
+
+
+def _sharpened(config: dict) -> tuple[dict, float, bool]:
+    """``config`` with random weights as sharp as the tiny models' (their spread, scaled to this
+    width): attention far from uniform, so a wrong key or position shows. Returns ``(config,
+    spread, whether the spread changed)``."""
+    from batchspec.conformance.model.models import tiny_llama_config
+
+    tiny = tiny_llama_config()
+    spread = round(tiny["initializer_range"] * (tiny["hidden_size"] / int(config["hidden_size"])) ** 0.5, 4)
+    sharpened = config.get("initializer_range") != spread
+    return {**config, "initializer_range": spread}, spread, sharpened
+
+
+def _run_routes(backend, model, kind: str, wanted: list[str], columns: list[str], kernel: str):
+    """Per route: its name and each column's cell (a result, a note, or None: the column does not
+    apply), and every mismatch found. The last column is the varlen kernel's."""
+    from batchspec.conformance.helpers.asserts import SuiteError
+    from batchspec.conformance.model.equivalence import RouteResult, check_route
+    from batchspec.conformance.model.evaluation import Mismatch
+    from batchspec.conformance.model.routes import ROUTES
+
+    varlen = columns[-1]
     rows: list[tuple[str, dict[str, RouteResult | str | None]]] = []
     failures: list[Mismatch] = []
-    started = time.monotonic()
     for route in ROUTES:
         if wanted and route.name not in wanted:
             continue
@@ -153,23 +190,13 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             implementation = route.implementations[0] if column == varlen else column
             try:
-                result = check_route(backend, route, model, implementation, kernel=args.kernel)
+                result = check_route(backend, route, model, implementation, kernel=kernel)
             except SuiteError as error:
-                print(f"batchspec check-model: route {route.name} ({implementation}): {error}", file=sys.stderr)
-                return 2
+                raise _UsageError(f"route {route.name} ({implementation}): {error}") from error
             cells[column] = result
             failures.extend(result.mismatches)
         rows.append((route.name, cells))
-    _print_table(rows, columns)
-    print(f"  ({time.monotonic() - started:.1f} s; differences relative to max(1, |logit|) of each document)")
-    if failures:
-        print(f"\n{len(failures)} differences; the first:")
-        for mismatch in failures[:10]:
-            print(f"  {mismatch}")
-        print("verdict: NOT equivalent")
-        return 1
-    print("verdict: every route run is equivalent")
-    return 0
+    return rows, failures
 
 
 def _print_table(rows, columns) -> None:

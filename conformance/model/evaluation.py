@@ -249,15 +249,7 @@ def evaluate(
         alone_total = alone_total + doc_losses.sum()
         got = kept[doc.row, span]
         if not torch.equal(got, trained):
-            wrong = (torch.nonzero(got != trained).flatten() + doc.start).tolist()
-            extra = [i for i in wrong if bool(got[i - doc.start])]
-            lost = [i for i in wrong if not bool(got[i - doc.start])]
-            detail = []
-            if extra:
-                detail.append(f"inputs {extra[:8]} are trained but must not be")
-            if lost:
-                detail.append(f"inputs {lost[:8]} are not trained but must be")
-            miss("trained tokens", doc.row, doc.span, "; ".join(detail), None)
+            miss("trained tokens", doc.row, doc.span, _trained_difference(got, trained, doc.start), None)
         both = got & trained
         bad_label = both & ~valid[doc.row, span]
         if bool(bad_label.any()):
@@ -272,6 +264,41 @@ def evaluate(
                 allowed = max(allowed, NOISE_FACTOR * float(noise.max()))
             if not diff <= allowed:
                 miss("loss", doc.row, doc.span, diff, allowed)
+    worst, allowed, where = _gradient_difference(
+        model, docs, implementation, route.mrope, packed_total, alone_total, tolerance, exact is not None
+    )
+    if not worst <= allowed:
+        miss("gradient", None, "all rows", worst, allowed, detail=f"largest in {where}")
+    return found, largest
+
+
+def _trained_difference(got: torch.Tensor, trained: torch.Tensor, start: int) -> str:
+    """Which of a document's inputs (``start`` + offset) the packed batch trains wrongly: ``got``
+    and ``trained`` are bool ``[tokens]``, the packed batch's and the document's own."""
+    wrong = (torch.nonzero(got != trained).flatten() + start).tolist()
+    extra = [i for i in wrong if bool(got[i - start])]
+    lost = [i for i in wrong if not bool(got[i - start])]
+    detail = []
+    if extra:
+        detail.append(f"inputs {extra[:8]} are trained but must not be")
+    if lost:
+        detail.append(f"inputs {lost[:8]} are not trained but must be")
+    return "; ".join(detail)
+
+
+def _gradient_difference(
+    model: Model,
+    docs: Sequence[Document],
+    implementation: str,
+    mrope: bool,
+    packed_total: torch.Tensor,
+    alone_total: torch.Tensor,
+    tolerance: float,
+    low_precision: bool,
+) -> tuple[float, float, str]:
+    """``(largest difference, allowed, parameter name)`` between the gradients of the packed
+    loss and of the documents' losses alone; ``low_precision`` (a dtype with a float64 reference)
+    allows ``NOISE_FACTOR`` times the rounding of the documents alone."""
     parameters = _parameters(model)
     packed_grads = torch.autograd.grad(packed_total, parameters, allow_unused=True, retain_graph=False)
     alone_grads = torch.autograd.grad(alone_total, parameters, allow_unused=True)
@@ -286,11 +313,9 @@ def evaluate(
         if math.isnan(worst):
             break
     allowed = tolerance * max(1.0, scale)
-    if exact is not None:
-        allowed = max(allowed, NOISE_FACTOR * _gradient_noise(model, docs, alone_grads, implementation, route.mrope))
-    if not worst <= allowed:
-        miss("gradient", None, "all rows", worst, allowed, detail=f"largest in {where}")
-    return found, largest
+    if low_precision:
+        allowed = max(allowed, NOISE_FACTOR * _gradient_noise(model, docs, alone_grads, implementation, mrope))
+    return worst, allowed, where
 
 
 NOISE_FACTOR = 4.0

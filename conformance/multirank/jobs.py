@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,59 +68,9 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
     job = ["--backend", backend_spec, "--out", str(out), "--params", json.dumps(params)]
     started = time.monotonic()
     if launcher == "torch" and zygote is not None:
-        log = out / "output.txt"
-        init_file = str(out / "gloo-rendezvous")
-        with open(log, "wb") as sink, open(os.devnull, "rb") as null:
-            conns = [
-                zygote.start(
-                    "torch_rank",
-                    [json.dumps([rank, ranks, init_file, backend_spec, params, str(out)])],
-                    {0: null.fileno(), 1: sink.fileno(), 2: sink.fileno()},
-                    env,
-                )
-                for rank in range(ranks)
-            ]
-        try:
-            codes = wait_all(conns, timeout)
-        except TimeoutError as error:
-            pytest.fail(
-                f"{launcher} job {name!r} ran past {timeout}s and was killed ({error}); output:\n{log.read_text(errors='replace')[-4000:]}"
-            )
-        returncode = 0 if not any(codes) else 1
-        output = log.read_text(errors="replace")
-        if returncode:
-            output += f"\nranks exited non-zero (rank: exit code): { {r: c for r, c in enumerate(codes) if c} }"
+        returncode, output = _run_forked_ranks(zygote, backend_spec, ranks, out, name, params, env, timeout)
     else:
-        if launcher == "mpiexec":
-            rank_command = ["-m", "batchspec.conformance.multirank.mpi_main"]
-            if zygote is not None:
-                rank_command = [
-                    "-m",
-                    "batchspec.conformance.multirank.zygote",
-                    "rank",
-                    str(zygote.socket_path()),
-                    "mpi_main",
-                ]
-            command = [MPIEXEC, "-n", str(ranks), sys.executable, *rank_command, *job]
-        else:
-            command = [sys.executable, "-m", "batchspec.conformance.multirank.torch_main", "--ranks", str(ranks), *job]
-        # the rank processes start in the caller's directory, as pytest did
-        process = subprocess.Popen(
-            command,
-            cwd=Path.cwd(),
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            output, _ = process.communicate()
-            pytest.fail(f"{launcher} job {name!r} ran past {timeout}s and was killed; output:\n{output[-4000:]}")
-        returncode = process.returncode
+        returncode, output = _run_rank_command(launcher, backend_spec, ranks, job, name, env, timeout, zygote)
     elapsed = time.monotonic() - started
     results = []
     for rank in range(ranks):
@@ -136,3 +87,67 @@ def launch(launcher, backend_spec, ranks, workdir: Path, name: str, timeout=JOB_
             )
         results.append(json.loads(path.read_text(encoding="utf-8")))
     return returncode, results, elapsed, output[-4000:]
+
+
+def _run_forked_ranks(zygote, backend_spec, ranks, out: Path, name: str, params: dict, env: dict, timeout):
+    """The torch launcher's ranks forked by ``zygote``: ``(returncode, output)``, their shared
+    output in ``out/output.txt``; a job past ``timeout`` fails the test."""
+    log = out / "output.txt"
+    init_file = str(out / "gloo-rendezvous")
+    with open(log, "wb") as sink, open(os.devnull, "rb") as null:
+        conns = [
+            zygote.start(
+                "torch_rank",
+                [json.dumps([rank, ranks, init_file, backend_spec, params, str(out)])],
+                {0: null.fileno(), 1: sink.fileno(), 2: sink.fileno()},
+                env,
+            )
+            for rank in range(ranks)
+        ]
+    try:
+        codes = wait_all(conns, timeout)
+    except TimeoutError as error:
+        pytest.fail(
+            f"torch job {name!r} ran past {timeout}s and was killed ({error}); output:\n{log.read_text(errors='replace')[-4000:]}"
+        )
+    returncode = 0 if not any(codes) else 1
+    output = log.read_text(errors="replace")
+    if returncode:
+        output += f"\nranks exited non-zero (rank: exit code): { {r: c for r, c in enumerate(codes) if c} }"
+    return returncode, output
+
+
+def _run_rank_command(launcher, backend_spec, ranks, job: list[str], name: str, env: dict, timeout, zygote):
+    """The ranks as new interpreters (``mpiexec ... mpi_main``, its ranks forked by ``zygote`` when
+    given, or ``torch_main --ranks``): ``(returncode, output)``; a job past ``timeout`` has its
+    process group killed and fails the test."""
+    if launcher == "mpiexec":
+        rank_command = ["-m", "batchspec.conformance.multirank.mpi_main"]
+        if zygote is not None:
+            rank_command = [
+                "-m",
+                "batchspec.conformance.multirank.zygote",
+                "rank",
+                str(zygote.socket_path()),
+                "mpi_main",
+            ]
+        command: list[Any] = [MPIEXEC, "-n", str(ranks), sys.executable, *rank_command, *job]
+    else:
+        command = [sys.executable, "-m", "batchspec.conformance.multirank.torch_main", "--ranks", str(ranks), *job]
+    # the rank processes start in the caller's directory, as pytest did
+    process = subprocess.Popen(
+        command,
+        cwd=Path.cwd(),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        output, _ = process.communicate()
+        pytest.fail(f"{launcher} job {name!r} ran past {timeout}s and was killed; output:\n{output[-4000:]}")
+    return process.returncode, output

@@ -49,7 +49,7 @@ from batchspec.conformance.run.report import (
     write_report,
 )
 from batchspec.conformance.run.spec import spec_clauses, spec_version
-from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS, SELECTED_LAUNCHERS
+from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS, SELECTED_LAUNCHERS, STATE_CHANGES
 from batchspec.conformance.run.torch_state import guarding_test
 
 
@@ -337,8 +337,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 def pytest_runtest_call(item: pytest.Item):
     """torch's process-wide settings are put back after the test, and a change the backend made
     is kept for the test's [global-state] record (conformance/run/torch_state.py, records.py)."""
-    item.batchspec_state_changes = []
-    with guarding_test(item.batchspec_state_changes):
+    changes: list[str] = []
+    item.stash[STATE_CHANGES] = changes
+    with guarding_test(changes):
         return (yield)
 
 

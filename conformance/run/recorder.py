@@ -19,6 +19,7 @@ import sys
 import threading
 from collections import defaultdict
 from pathlib import Path
+from typing import Any, Protocol, cast
 
 import pytest
 
@@ -43,6 +44,16 @@ def _collection_message(report: pytest.CollectReport) -> str:
     text = str(report.longrepr)
     errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
     return (errors[-1] if errors else text.strip().splitlines()[-1] if text.strip() else "collection failed")[:500]
+
+
+class _WorkerConfig(Protocol):
+    workeroutput: dict[str, Any]
+
+
+def _worker_output(config: pytest.Config) -> dict[str, Any]:
+    """A pytest-xdist worker's ``config.workeroutput``: what it hands its controller at the end
+    (``pytest_testnodedown``'s ``node.workeroutput``). xdist sets the attribute; pytest does not declare it."""
+    return cast(_WorkerConfig, config).workeroutput
 
 
 class Terminated(KeyboardInterrupt):
@@ -115,7 +126,13 @@ class Recorder:
         message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason, fix = skip_reason(message.removeprefix("Skipped: "))
         nodeid = plain_nodeid(report.nodeid)
-        record = {"nodeid": nodeid, "cited": [], "outcome": "skipped", "blamed": [], "expectation": None}
+        record: dict[str, Any] = {
+            "nodeid": nodeid,
+            "cited": [],
+            "outcome": "skipped",
+            "blamed": [],
+            "expectation": None,
+        }
         self._keep({**record, "reason": reason, "fix": fix, "reproduce": ""})
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
@@ -123,7 +140,7 @@ class Recorder:
         (``pytest_testnodedown``)."""
         self.left_out.update(plain_nodeid(item.nodeid) for item in items)
         if is_worker(self.config):
-            self.config.workeroutput["batchspec_left_out"] = sorted(self.left_out)
+            _worker_output(self.config)["batchspec_left_out"] = sorted(self.left_out)
 
     @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent under -p no:xdist
     def pytest_testnodedown(self, node, error) -> None:
@@ -185,7 +202,7 @@ class Recorder:
         except pytest.UsageError as error:  # a test id that does not exist, a test citing no clause
             self.error = str(error)
             if is_worker(self.config):  # its controller collects nothing: it learns of the error here
-                self.config.workeroutput["batchspec_usage_error"] = self.error
+                _worker_output(self.config)["batchspec_usage_error"] = self.error
             raise
 
     def pytest_internalerror(self, excrepr, excinfo: pytest.ExceptionInfo) -> None:
@@ -286,7 +303,7 @@ class Recorder:
         verdict = self.report["verdict"]
         terminalreporter.section(f"batchspec clauses: backend {backend.name} {backend.version}")
         for clause, row in self.report["clauses"].items():
-            counts = defaultdict(int)
+            counts: defaultdict[str, int] = defaultdict(int)
             for test in row["tests"]:
                 counts[test["outcome"]] += 1
             detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))

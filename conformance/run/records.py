@@ -9,6 +9,7 @@ import re
 import shlex
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from batchspec.conformance.run.backends import Backend
 from batchspec.conformance.run.blame import CLAUSE_CHECK, blame_failure
 from batchspec.conformance.run.expectations import match_failure, match_test
 from batchspec.conformance.run.spec import spec_clauses
-from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS
+from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS, STATE_CHANGES
 
 __all__ = ["GLOBAL_STATE_SUFFIX", "NOT_SUPPORTED", "global_state_record", "record_of", "reproduce_command"]
 
@@ -46,7 +47,9 @@ def reproduce_command(nodeid: str, config: pytest.Config) -> str:
     ``--release`` and ``--expectations``; else pytest, from its rootdir (pytest's node ids are
     relative to it)."""
     backend: Backend = config.stash[BACKEND]
-    options = [f"--backend={shlex.quote(config.stash[BACKEND_SPEC])}"]
+    spec = config.stash[BACKEND_SPEC]
+    assert spec is not None, "a loaded backend was named by --backend"
+    options = [f"--backend={shlex.quote(spec)}"]
     if backend.device != "cpu":
         options.append(f"--device={shlex.quote(backend.device)}")
     if config.getoption("--batchspec-command"):
@@ -67,7 +70,13 @@ def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRepor
     config = item.config
     expectations = config.stash[EXPECTATIONS]
     nodeid = plain_nodeid(item.nodeid)
-    record = {"nodeid": nodeid, "cited": cited, "outcome": report.outcome, "blamed": [], "expectation": None}
+    record: dict[str, Any] = {
+        "nodeid": nodeid,
+        "cited": cited,
+        "outcome": report.outcome,
+        "blamed": [],
+        "expectation": None,
+    }
     record["reproduce"] = reproduce_command(nodeid, config)
     if report.skipped:
         record["outcome"] = "not supported" if NOT_SUPPORTED in str(report.longrepr) else "skipped"
@@ -95,16 +104,16 @@ def record_of(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRepor
 
 def global_state_record(item: pytest.Item) -> dict | None:
     """The [global-state] record of a test during whose call phase the backend changed torch's
-    process-wide settings (``item.batchspec_state_changes``, conformance/run/torch_state.py), else
+    process-wide settings (``item.stash[STATE_CHANGES]``, conformance/run/torch_state.py), else
     None: a failure of that clause alone, named ``<test id>::[global-state]``, with the test's
     reproduce command. It stands beside the test's own record, so the clauses the test checks
     keep the outcome their checks gave (a SHOULD failure never makes them inconclusive)."""
-    changes = getattr(item, "batchspec_state_changes", None)
+    changes = item.stash.get(STATE_CHANGES, None)
     if not changes:
         return None
     config = item.config
     nodeid = plain_nodeid(item.nodeid)
-    record = {
+    record: dict[str, Any] = {
         "nodeid": nodeid + GLOBAL_STATE_SUFFIX,
         "cited": [torch_state.CLAUSE],
         "outcome": "failed",

@@ -85,6 +85,16 @@ def suite_version() -> str:
         return "unknown"
 
 
+def _hypothesis_settings() -> str:
+    """The run's hypothesis settings, as the report's header shows them."""
+    current = settings.default
+    assert current is not None, "hypothesis always has a current settings profile"
+    return (
+        f"max_examples={current.max_examples}, derandomize={current.derandomize}, "
+        f"database={'none' if current.database is None else 'default'}"
+    )
+
+
 def header(config: pytest.Config) -> dict:
     """What the report says about the suite, the backend, the environment and the run; a backend
     that was not loaded (refused, or a usage error came first) has ``loaded: false`` and
@@ -132,8 +142,7 @@ def header(config: pytest.Config) -> dict:
         },
         "run": {
             "release": config.getoption("--release"),
-            "hypothesis settings": f"max_examples={settings.default.max_examples}, derandomize={settings.default.derandomize}, "
-            f"database={'none' if settings.default.database is None else 'default'}",
+            "hypothesis settings": _hypothesis_settings(),
             "expectations": config.getoption("--expectations") or "none",
             "strict_expectations": config.getoption("--strict-expectations"),
             "arguments": shlex.join(str(a) for a in config.invocation_params.args),
@@ -205,12 +214,31 @@ def render_markdown(report: Mapping) -> str:
 
     Raises:
         KeyError: ``report`` is not a ``build_report`` report."""
+    verdict = report["verdict"]
+    lines = [
+        *_header_lines(report),
+        *_verdict_sections(verdict),
+        *_failure_section(report["failures"]),
+        *_skip_section(verdict),
+        *_warning_sections(verdict),
+        *_clause_sections(report, verdict),
+    ]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _section(title: str, items: list[str]) -> list[str]:
+    """A ``## title`` section of report.md, or nothing when it has no item."""
+    return [f"## {title}", "", *items, ""] if items else []
+
+
+def _header_lines(report: Mapping) -> list[str]:
+    """What ran (suite, backend, capabilities, environment, run options) and the verdict line."""
     verdict, suite, backend = report["verdict"], report["suite"], report["backend"]
     if backend.get("loaded", True):
         backend_row = f"{backend['name']} {backend['version']}, targets SPEC {backend['spec_version']}, device {backend['device']}"
     else:
         backend_row = f"{backend['name']}: not loaded (see the verdict), device {backend['device']}"
-    lines = [
+    return [
         f"# batchspec conformance: {backend['name']} {backend['version']}",
         "",
         "| | |",
@@ -226,25 +254,33 @@ def render_markdown(report: Mapping) -> str:
         "",
     ]
 
-    def section(title: str, items: list[str]) -> None:
-        if items:
-            lines.extend([f"## {title}", "", *items, ""])
 
-    entries = {e["entry"]: e for e in verdict["expectations"]}
+def _why(verdict: Mapping, index: int) -> str:
+    """The category and reason of expectation entry ``index``."""
+    entry = {e["entry"]: e for e in verdict["expectations"]}[index]
+    return f"{entry['category']}: {entry['reason']}"
 
-    def why(index: int) -> str:
-        entry = entries[index]
-        return f"{entry['category']}: {entry['reason']}"
 
-    def unexpected(u: Mapping) -> str:
+def _unexpected_items(verdict: Mapping) -> list[str]:
+    """One line per unexpected pass: the test or the clause, and why it was expected to fail."""
+    items = []
+    for u in verdict["unexpected_passes"]:
         what = f"`{u['nodeid']}`" if "nodeid" in u else f"[{u['clause']}]"
-        return f"- {what} ({_cell(why(u['entry']))})"
+        items.append(f"- {what} ({_cell(_why(verdict, u['entry']))})")
+    return items
 
-    # the verdict and why
-    section("Why the run could not judge the backend", [f"- {_cell(e)}" for e in verdict.get("errors", ())])
-    section("Why the run is incomplete", [f"- {reason}" for reason in verdict["incomplete"]])
+
+_UNEXPECTED_TITLE = "Unexpected passes"
+
+
+def _verdict_sections(verdict: Mapping) -> list[str]:
+    """The verdict and why: errors, incomplete reasons, the selection, MUST failures, suite errors and,
+    under ``--strict-expectations``, the unexpected passes."""
+    lines: list[str] = []
+    lines += _section("Why the run could not judge the backend", [f"- {_cell(e)}" for e in verdict.get("errors", ())])
+    lines += _section("Why the run is incomplete", [f"- {reason}" for reason in verdict["incomplete"]])
     left_out, limited_to = verdict.get("left_out", {"count": 0, "tests": []}), verdict.get("limited_to", [])
-    section(
+    lines += _section(
         "Left out by the run's selection",
         ([f"- limited to: {_cell(', '.join(limited_to))}"] if limited_to else [])
         + (
@@ -255,23 +291,22 @@ def render_markdown(report: Mapping) -> str:
             else []
         ),
     )
-    section(
+    lines += _section(
         "MUST clauses that fail (the verdict)",
         [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["must_failures"].items()],
     )
-    section("Suite errors (no clause judged)", [f"- `{n}`" for n in verdict["suite_errors"]])
-    unexpected_title = "Unexpected passes"
+    lines += _section("Suite errors (no clause judged)", [f"- `{n}`" for n in verdict["suite_errors"]])
     if verdict["strict_expectations"]:
-        section(
-            unexpected_title + " (fail the run: --strict-expectations)",
-            list(map(unexpected, verdict["unexpected_passes"])),
-        )
+        lines += _section(_UNEXPECTED_TITLE + " (fail the run: --strict-expectations)", _unexpected_items(verdict))
+    return lines
 
-    # the failures
-    ordered = sorted(report["failures"], key=lambda f: _FAILURE_ORDER.index(f["outcome"]))
-    failures = []
+
+def _failure_section(failures: list[Mapping]) -> list[str]:
+    """The first ``MARKDOWN_FAILURES`` failures in full, in ``_FAILURE_ORDER``, with their reproduce commands."""
+    ordered = sorted(failures, key=lambda f: _FAILURE_ORDER.index(f["outcome"]))
+    items = []
     for f in ordered[:MARKDOWN_FAILURES]:
-        failures += [
+        items += [
             f"### `{f['nodeid']}` ({f['outcome']}; {', '.join(f['clauses']) or 'no clause'}"
             + (f"; blamed by: {', '.join(f['blame'])})" if f.get("blame") else ")"),
             "",
@@ -283,11 +318,13 @@ def render_markdown(report: Mapping) -> str:
             "",
         ]
     if len(ordered) > MARKDOWN_FAILURES:
-        failures.append(f"{len(ordered) - MARKDOWN_FAILURES} more failures: see report.json")
-    section("Failures", failures)
+        items.append(f"{len(ordered) - MARKDOWN_FAILURES} more failures: see report.json")
+    return _section("Failures", items)
 
-    # what did not run, and what makes it run
-    section(
+
+def _skip_section(verdict: Mapping) -> list[str]:
+    """What did not run, and what makes it run."""
+    return _section(
         "Skipped and not supported (what did not run, and the fix)",
         [
             f"- {g['count']} {g['outcome']}: {_cell(g['reason'])}"
@@ -297,29 +334,35 @@ def render_markdown(report: Mapping) -> str:
         ],
     )
 
-    # warnings and expectations
-    section(
+
+def _warning_sections(verdict: Mapping) -> list[str]:
+    """Warnings and expectations: SHOULD failures, expected failures, unexpected passes (when they
+    do not fail the run) and stale expectations."""
+    lines = _section(
         "SHOULD clauses that fail (warnings)",
         [f"- [{c}]: {', '.join(f'`{n}`' for n in ids)}" for c, ids in verdict["should_failures"].items()],
     )
-    section(
+    lines += _section(
         "Expected failures",
         [
-            f"- `{e['nodeid']}` [{', '.join(e['clauses'])}] ({_cell(why(e['entry']))})"
+            f"- `{e['nodeid']}` [{', '.join(e['clauses'])}] ({_cell(_why(verdict, e['entry']))})"
             for e in verdict["expected_failures"]
         ],
     )
     if not verdict["strict_expectations"]:
-        section(unexpected_title, list(map(unexpected, verdict["unexpected_passes"])))
-    section(
+        lines += _section(_UNEXPECTED_TITLE, _unexpected_items(verdict))
+    lines += _section(
         "Stale expectations (they match no test of this run)",
         [
             f"- entry {e['entry']}: {e.get('test') or e.get('clause')} ({_cell(e['reason'])})"
             for e in verdict["stale_expectations"]
         ],
     )
+    return lines
 
-    # the clauses, then what no test checked
+
+def _clause_sections(report: Mapping, verdict: Mapping) -> list[str]:
+    """The clause table, then the clauses no test of the run checked."""
     rows = []
     for clause, row in report["clauses"].items():
         counts: defaultdict[str, int] = defaultdict(int)
@@ -327,14 +370,14 @@ def render_markdown(report: Mapping) -> str:
             counts[test["outcome"]] += 1
         detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         rows.append(f"| {clause} | {row['level']} | {row['status']} | {detail} |")
-    section(
+    lines = _section(
         "Clauses", ["| clause | level | status | tests |", "|---|---|---|---|", *rows] if rows else ["No test ran."]
     )
-    section(
+    lines += _section(
         "MUST clauses of the declared profiles that no test checked",
         [f"- [{c}]" for c in verdict["unchecked_must_clauses"]],
     )
-    section(
+    lines += _section(
         "Clauses with no test in this run",
         [
             f"- {level}: {', '.join(report[key])}"
@@ -342,7 +385,7 @@ def render_markdown(report: Mapping) -> str:
             if report[key] and verdict["result"] != "error"  # no test ran: every clause would be listed
         ],
     )
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return lines
 
 
 def render_scoreboard(reports: list[Mapping]) -> str:

@@ -13,6 +13,10 @@ worker configures its own, from the same options.
   (conformance/multirank/launchers.py);
 - ``EXPECTATIONS``: the ``--expectations`` file's entries (conformance/run/expectations.py),
   empty without the option.
+
+One key is a test's, on ``item.stash``: ``STATE_CHANGES``, the changes to torch's process-wide
+settings the backend made during the test's call phase (set by ``pytest_runtest_call``,
+conformance/run/plugin.py; read for the test's [global-state] record, conformance/run/records.py).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ import pytest
 from batchspec.conformance.run.backends import Backend
 from batchspec.conformance.run.expectations import Expectation
 
-__all__ = ["BACKEND", "BACKEND_SPEC", "EXPECTATIONS", "SELECTED_LAUNCHERS"]
+__all__ = ["BACKEND", "BACKEND_SPEC", "EXPECTATIONS", "SELECTED_LAUNCHERS", "STATE_CHANGES"]
 
 BACKEND_SPEC = pytest.StashKey[str | None]()
 BACKEND = pytest.StashKey[Backend]()
 SELECTED_LAUNCHERS = pytest.StashKey[list[str]]()
 EXPECTATIONS = pytest.StashKey[list[Expectation]]()
+STATE_CHANGES = pytest.StashKey[list[str]]()

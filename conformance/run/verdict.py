@@ -111,7 +111,7 @@ def _status(outcomes: list[tuple[str, str]], expected_clause: bool) -> str:
     return "not supported"
 
 
-def _stale(expectations: list[Expectation], records: list[Mapping]) -> list[dict]:
+def _stale(expectations: list[Expectation], records: Sequence[Mapping]) -> list[dict]:
     nodeids = [r["nodeid"] for r in records]
     clauses = {c for r in records for c in (*r["cited"], *(r.get("blamed") or ()))}
     stale = []
@@ -124,7 +124,7 @@ def _stale(expectations: list[Expectation], records: list[Mapping]) -> list[dict
 
 
 def build_report(
-    records: list[Mapping],
+    records: Sequence[Mapping],
     *,
     levels: Mapping[str, str],
     expectations: list[Expectation],
@@ -163,6 +163,107 @@ def build_report(
     Raises:
         KeyError: a record, or ``header``, without a field named above."""
     records = sorted(records, key=lambda r: r["nodeid"])
+    clauses = _clause_rows(records, levels, expectations)
+    suite_errors = sorted(r["nodeid"] for r in records if r["outcome"] == "suite error")
+    unexpected = _unexpected_passes(records, clauses, expectations)
+    must_failures = _failing(clauses, "MUST")
+    failed = bool(must_failures or suite_errors or (strict_expectations and unexpected))
+    unchecked = sorted(c for c in set(declared_clauses) if levels.get(c) == "MUST" and c not in clauses)
+    never_ran, left_out = sorted(never_ran), sorted(left_out)
+    incomplete = _incomplete_reasons(
+        interrupted, never_ran, collection_errors, left_out, limited_to, release, unchecked
+    )
+    stopped = bool(interrupted or collection_errors or never_ran)
+    result, exit_status = _result(error, int(error_status), failed, bool(incomplete), stopped)
+    verdict = {
+        "result": result,
+        "exit_status": exit_status,
+        "errors": [error] if error is not None else [],
+        "incomplete": incomplete,
+        "unchecked_must_clauses": unchecked,
+        "collection_errors": [dict(problem) for problem in collection_errors],
+        **_not_run(left_out, limited_to, never_ran),
+        **_suite_and_backend(header),
+        "must_failures": must_failures,
+        "should_failures": _failing(clauses, "SHOULD"),
+        "suite_errors": suite_errors,
+        "expected_failures": _expected_failures(records),
+        "unexpected_passes": unexpected,
+        "stale_expectations": _stale(expectations, records),
+        "strict_expectations": strict_expectations,
+        "expectations": [e.as_dict() for e in expectations],
+        "clause_statuses": {c: row["status"] for c, row in clauses.items()},
+        "skips": skips(records),
+    }
+    return {
+        **header,
+        "verdict": verdict,
+        "clauses": clauses,
+        "failures": _failure_entries(records),
+        "untested_must_clauses": sorted(c for c, level in levels.items() if level == "MUST" and c not in clauses),
+        "untested_should_clauses": sorted(c for c, level in levels.items() if level == "SHOULD" and c not in clauses),
+    }
+
+
+def _unexpected_passes(
+    records: Sequence[Mapping], clauses: Mapping[str, _ClauseRow], expectations: list[Expectation]
+) -> list[dict]:
+    """The expectations that did not hold: each test entry that passed (by node id), then each clause entry whose clause passed."""
+    expected_clauses = {e.clause for e in expectations if e.clause is not None}
+    return sorted(
+        [{"nodeid": r["nodeid"], "entry": r["expectation"]} for r in records if r["outcome"] == "unexpected pass"],
+        key=lambda u: u["nodeid"],
+    ) + [
+        {"clause": c, "entry": next(e.index for e in expectations if e.clause == c)}
+        for c, row in clauses.items()
+        if row["status"] == "unexpected pass" and c in expected_clauses
+    ]
+
+
+def _expected_failures(records: Sequence[Mapping]) -> list[dict]:
+    """Each expected failure's test, the clauses it blamed and its expectation entry."""
+    return [
+        {"nodeid": r["nodeid"], "clauses": sorted(r.get("blamed") or ()), "entry": r["expectation"]}
+        for r in records
+        if r["outcome"] == "expected failure"
+    ]
+
+
+def _not_run(left_out: list[str], limited_to: Sequence[str], never_ran: list[str]) -> dict:
+    """The verdict's counts of what the run left out (its selection, its paths) and never ran."""
+    return {
+        "left_out": {"count": len(left_out), "tests": left_out[:LEFT_OUT_LISTED]},
+        "limited_to": sorted(limited_to),
+        "never_ran": {"count": len(never_ran), "tests": never_ran[:LEFT_OUT_LISTED]},
+    }
+
+
+def _result(error: str | None, error_status: int, failed: bool, incomplete: bool, stopped: bool) -> tuple[str, int]:
+    """``(verdict, exit status)``: an error first, then a failure, then an incomplete run (exit status 2 when it
+    ``stopped``: interrupted, a collection error or tests that never ran; else 1), else a pass."""
+    if error is not None:
+        return "error", error_status
+    if failed:
+        return "fail", 1
+    if incomplete:
+        return "incomplete", 2 if stopped else 1
+    return "pass", 0
+
+
+def _suite_and_backend(header: Mapping) -> dict:
+    """The verdict's copy of the header's suite versions and backend identity."""
+    return {
+        "suite_version": header["suite"]["version"],
+        "spec_version": header["suite"]["spec_version"],
+        "golden_index_sha256": header["suite"]["golden_index_sha256"],
+        "backend": {k: header["backend"][k] for k in ("name", "version", "capabilities", "spec_version")},
+    }
+
+
+def _clause_rows(
+    records: Sequence[Mapping], levels: Mapping[str, str], expectations: list[Expectation]
+) -> dict[str, _ClauseRow]:
+    """The report's per-clause table, by clause id (sorted): level, status and each test's outcome."""
     per_clause = clause_outcomes(records)
     expected_clauses = {e.clause for e in expectations if e.clause is not None}
     clauses: dict[str, _ClauseRow] = {}
@@ -172,39 +273,34 @@ def build_report(
             "status": _status(per_clause[clause], clause in expected_clauses),
             "tests": [{"nodeid": n, "outcome": o} for n, o in sorted(per_clause[clause])],
         }
+    return clauses
 
-    def failing(level: str, status: str = "FAIL") -> dict[str, list[str]]:
-        wanted = "failed" if status == "FAIL" else status
-        return {
-            c: sorted({t["nodeid"] for t in row["tests"] if t["outcome"] == wanted})
-            for c, row in clauses.items()
-            if row["level"] == level and row["status"] == status
-        }
 
-    suite_errors = sorted(r["nodeid"] for r in records if r["outcome"] == "suite error")
-    expected = [
-        {"nodeid": r["nodeid"], "clauses": sorted(r.get("blamed") or ()), "entry": r["expectation"]}
-        for r in records
-        if r["outcome"] == "expected failure"
-    ]
-    unexpected = sorted(
-        [{"nodeid": r["nodeid"], "entry": r["expectation"]} for r in records if r["outcome"] == "unexpected pass"],
-        key=lambda u: u["nodeid"],
-    ) + [
-        {"clause": c, "entry": next(e.index for e in expectations if e.clause == c)}
+def _failing(clauses: Mapping[str, _ClauseRow], level: str, status: str = "FAIL") -> dict[str, list[str]]:
+    """The clauses of ``level`` with ``status``, each with its tests of that outcome."""
+    wanted = "failed" if status == "FAIL" else status
+    return {
+        c: sorted({t["nodeid"] for t in row["tests"] if t["outcome"] == wanted})
         for c, row in clauses.items()
-        if row["status"] == "unexpected pass" and c in expected_clauses
-    ]
-    must_failures = failing("MUST")
-    failed = bool(must_failures or suite_errors or (strict_expectations and unexpected))
-    unchecked = sorted(c for c in set(declared_clauses) if levels.get(c) == "MUST" and c not in clauses)
+        if row["level"] == level and row["status"] == status
+    }
+
+
+def _incomplete_reasons(
+    interrupted: str | None,
+    never_ran: list[str],
+    collection_errors: Sequence[Mapping[str, str]],
+    left_out: list[str],
+    limited_to: Sequence[str],
+    release: bool,
+    unchecked: list[str],
+) -> list[str]:
+    """Why the run cannot pass though nothing failed (``verdict["incomplete"]``), in report order."""
     incomplete = [f"the run stopped early ({interrupted})"] if interrupted else []
-    never_ran = sorted(never_ran)
     if never_ran:
         incomplete.append(f"{len(never_ran)} test(s) never ran or never finished: {bounded(never_ran)}")
     for problem in collection_errors:
         incomplete.append(f"not collected: {problem['nodeid'] or 'the suite'}: {problem['message']}")
-    left_out = sorted(left_out)
     if release and left_out:
         incomplete.append(
             f"a release run must run every test of the declared profiles; {len(left_out)} were left out "
@@ -218,40 +314,12 @@ def build_report(
         incomplete.append(
             f"a release run must check every MUST clause of the declared profiles; {len(unchecked)} were not"
         )
-    if error is not None:
-        result, exit_status = "error", int(error_status)
-    elif failed:
-        result, exit_status = "fail", 1
-    elif incomplete:
-        result, exit_status = "incomplete", 2 if interrupted or collection_errors or never_ran else 1
-    else:
-        result, exit_status = "pass", 0
-    verdict = {
-        "result": result,
-        "exit_status": exit_status,
-        "errors": [error] if error is not None else [],
-        "incomplete": incomplete,
-        "unchecked_must_clauses": unchecked,
-        "collection_errors": [dict(problem) for problem in collection_errors],
-        "left_out": {"count": len(left_out), "tests": left_out[:LEFT_OUT_LISTED]},
-        "limited_to": sorted(limited_to),
-        "never_ran": {"count": len(never_ran), "tests": never_ran[:LEFT_OUT_LISTED]},
-        "suite_version": header["suite"]["version"],
-        "spec_version": header["suite"]["spec_version"],
-        "golden_index_sha256": header["suite"]["golden_index_sha256"],
-        "backend": {k: header["backend"][k] for k in ("name", "version", "capabilities", "spec_version")},
-        "must_failures": must_failures,
-        "should_failures": failing("SHOULD"),
-        "suite_errors": suite_errors,
-        "expected_failures": expected,
-        "unexpected_passes": unexpected,
-        "stale_expectations": _stale(expectations, records),
-        "strict_expectations": strict_expectations,
-        "expectations": [e.as_dict() for e in expectations],
-        "clause_statuses": {c: row["status"] for c, row in clauses.items()},
-        "skips": skips(records),
-    }
-    failures = [
+    return incomplete
+
+
+def _failure_entries(records: Sequence[Mapping]) -> list[dict]:
+    """The report's ``failures``: each failed, suite-error, expected-failure or unexpected-pass record."""
+    return [
         {
             "nodeid": r["nodeid"],
             "outcome": r["outcome"],
@@ -264,16 +332,6 @@ def build_report(
         for r in records
         if r["outcome"] in ("failed", "suite error", "expected failure", "unexpected pass")
     ]
-    must = sorted(c for c, level in levels.items() if level == "MUST" and c not in clauses)
-    should = sorted(c for c, level in levels.items() if level == "SHOULD" and c not in clauses)
-    return {
-        **header,
-        "verdict": verdict,
-        "clauses": clauses,
-        "failures": failures,
-        "untested_must_clauses": must,
-        "untested_should_clauses": should,
-    }
 
 
 def bounded(nodeids: Sequence[str], total: int | None = None) -> str:

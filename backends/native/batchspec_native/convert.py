@@ -269,86 +269,20 @@ def convert_text_batch(
     records = [_read_record(record, index) for index, record in enumerate(sample_batch.records)]
     if not records:
         raise ValueError("sample_batch holds no record")
-    lengths = [r.length for r in records]
-    if pad_to_length is not None:
-        for index, length in enumerate(lengths):
-            if length > pad_to_length:
-                raise ValueError(
-                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
-                )
-        width = pad_to_length
-    else:
-        if len(set(lengths)) != 1:
-            raise ValueError(f"sample_batch rows have different lengths {lengths} and no pad_to_length is given")
-        width = lengths[0]
-        if width < 2:
-            raise ValueError(f"sample_batch record 0: length {width}, but rows need at least 2 tokens to shift")
+    width = _row_width([r.length for r in records], pad_to_length)
     batch_metadata = output_format == "batched" and _requests_metadata(packing_contract)
     if output_format == "batched" and packing_contract.packed_mask_type not in MASK_TYPES:
         raise ValueError(
             f"packing_contract.packed_mask_type {packing_contract.packed_mask_type!r} is not one of {list(MASK_TYPES)}"
         )
 
-    batch, sequence = len(records), width - 1
-    tokens = torch.empty((batch, width), dtype=torch.int64)
-    positions = torch.empty((batch, width), dtype=torch.int64)
-    host_tokens, host_positions = tokens.numpy(), positions.numpy()
-    has_positions = bytearray(batch)
-    token_sources, position_sources = [], []
-    for index, record in enumerate(records):
-        token_sources.extend(_ingest(record.tokens, record.field, index, tokens, host_tokens, record.length))
-        if record.positions is not None:
-            position_sources.extend(
-                _ingest(record.positions, "positions", index, positions, host_positions, record.length)
-            )
-            has_positions[index] = 1
-        else:
-            position_sources.extend(_SCRATCH)
-    row_lengths = (ctypes.c_int64 * batch)(*lengths)
-    row_padding = (ctypes.c_int64 * batch)(*(r.padding for r in records))
-
-    names = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
-    out: dict[str, Any] = {
-        name: torch.empty((batch, sequence), dtype=torch.bool if name == "padding_mask" else torch.int64)
-        for name in names
-    }
-    # the batched route's copies of the selected ids and metadata, written in the same row pass
-    extras: dict[str, torch.Tensor] = {}
-    if output_format == "batched":
-        extras["_packed_seq_ids"] = torch.empty((batch, sequence), dtype=torch.int64)
-        if packing_contract.packed_mask_type == "document_ids":
-            extras["attention_mask"] = torch.empty((batch, sequence), dtype=torch.int64)
-        if batch_metadata:
-            extras["packed_token_indices"] = torch.empty((batch, sequence), dtype=torch.int64)
-            extras["cu_rows"] = torch.empty((batch, width), dtype=torch.int32)
-            extras["spans"] = torch.empty(batch, dtype=torch.int64)
-    extra_names = ("_packed_seq_ids", "attention_mask", "packed_token_indices", "cu_rows", "spans")
-    pointers = (ctypes.c_void_p * 11)(
-        *(out[name].data_ptr() for name in names),
-        *(extras[name].data_ptr() if name in extras else None for name in extra_names),
+    mask_type = packing_contract.packed_mask_type if output_format == "batched" else None
+    rows = _ingest_rows(records, width)
+    out, extras = _allocate_outputs(len(records), width, mask_type, batch_metadata)
+    pad_value = 0 if pad_token_id is None or pad_to_length is None else pad_token_id
+    largest, max_seqlen, largest_id = _convert_rows(
+        rows, out, extras, ignore_index, mask_segment_starts, allow_cross_document_attention, pad_value
     )
-    results = (ctypes.c_int64 * 4)(-1, -1, 0, 0)
-    status = LIBRARY.bs_convert_rows(
-        batch,
-        width,
-        tokens.data_ptr(),
-        positions.data_ptr(),
-        (ctypes.c_int64 * (3 * batch))(*token_sources),
-        (ctypes.c_int64 * (3 * batch))(*position_sources),
-        (ctypes.c_uint8 * batch).from_buffer(has_positions),
-        row_lengths,
-        row_padding,
-        ignore_index,
-        int(mask_segment_starts),
-        int(allow_cross_document_attention),
-        0 if pad_token_id is None or pad_to_length is None else pad_token_id,
-        pointers,
-        results,
-    )
-    largest, bad_row, max_seqlen, largest_id = results
-    if status != CONVERT_OK:
-        problem = "must start at 0" if status == CONVERT_POSITIONS_START else "must be >= 0 (holds a negative entry)"
-        raise ValueError(f"sample_batch record {bad_row}: positions {problem}")
     if allow_cross_document_attention:
         bound = getattr(packing_contract, "max_sequence_length", None)
         if _is_int(bound) and largest >= bound:
@@ -357,36 +291,175 @@ def convert_text_batch(
                 f"(positions must stay below max_sequence_length)"
             )
 
-    selected = out["attention_document_ids"]
-    if output_format == "thd":  # [thd-lengths, thd-qkv-format]
-        spans = LIBRARY.bs_max_spans(selected.data_ptr(), batch, sequence)
-        seq_lens = torch.empty((batch, spans), dtype=torch.int64)
-        seq_lens_padded = torch.empty((batch, spans), dtype=torch.int64)
-        LIBRARY.bs_thd_lengths(
-            selected.data_ptr(), batch, sequence, spans, seq_lens.data_ptr(), seq_lens_padded.data_ptr()
-        )
-        out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
-    else:  # [batched-packed-seq-ids, batched-block-causal, batched-document-ids-mask, batched-metadata]
-        out["_packed_seq_ids"] = extras["_packed_seq_ids"]
-        if packing_contract.packed_mask_type == "block_causal":
-            mask = torch.empty((batch, 1, sequence, sequence), dtype=torch.bool)
-            LIBRARY.bs_block_causal(selected.data_ptr(), batch, sequence, mask.data_ptr())
-            out["attention_mask"] = mask
-        else:
-            out["attention_mask"] = extras["attention_mask"]
-        if batch_metadata:
-            # build_packed_sequence_metadata of the selected ids: cu_seqlens is
-            # [B, max(1, largest id) + 1], -1 past each row's spans [meta-cu-seqlens]
-            cu_width = max(1, largest_id) + 1
-            cu_seqlens = torch.empty((batch, cu_width), dtype=torch.int32)
-            LIBRARY.bs_cu_from_rows(
-                extras["cu_rows"].data_ptr(), width, extras["spans"].data_ptr(), batch, cu_width, cu_seqlens.data_ptr()
-            )
-            out.update(
-                packed_token_indices=extras["packed_token_indices"], cu_seqlens=cu_seqlens, max_seqlen=int(max_seqlen)
-            )
+    if output_format == "thd":
+        _add_thd_lengths(out)
+    else:
+        _add_batched_fields(out, extras, mask_type, batch_metadata, width, largest_id, max_seqlen)
 
     device = _output_device(records)
     if device.type != "cpu":
         out = {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in out.items()}
     return out
+
+
+def _row_width(lengths: list[int], pad_to_length: int | None) -> int:
+    """The rows' common length L: ``pad_to_length`` on the unpacked route (every row fits it,
+    [unpacked-errors]), else the one length of all rows, at least 2 ([ctb-input-errors])."""
+    if pad_to_length is not None:
+        for index, length in enumerate(lengths):
+            if length > pad_to_length:
+                raise ValueError(
+                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
+                )
+        return pad_to_length
+    if len(set(lengths)) != 1:
+        raise ValueError(f"sample_batch rows have different lengths {lengths} and no pad_to_length is given")
+    width = lengths[0]
+    if width < 2:
+        raise ValueError(f"sample_batch record 0: length {width}, but rows need at least 2 tokens to shift")
+    return width
+
+
+class _Rows:
+    """The records ingested into ``[B, L]`` int64 ``tokens`` / ``positions`` buffers, with the
+    per-row source descriptors, lengths and padding the library reads."""
+
+    def __init__(self, records: list[_Record], width: int) -> None:
+        batch = len(records)
+        self.batch, self.width = batch, width
+        self.tokens = torch.empty((batch, width), dtype=torch.int64)
+        self.positions = torch.empty((batch, width), dtype=torch.int64)
+        self.has_positions = bytearray(batch)
+        self.token_sources: list[int] = []
+        self.position_sources: list[int] = []
+        self.lengths = [r.length for r in records]
+        self.padding = [r.padding for r in records]
+
+
+def _ingest_rows(records: list[_Record], width: int) -> _Rows:
+    """Each record's token field and ``positions`` (when given) read into the row buffers
+    ([ctb-input-errors] items 4-6 raised while reading)."""
+    rows = _Rows(records, width)
+    host_tokens, host_positions = rows.tokens.numpy(), rows.positions.numpy()
+    for index, record in enumerate(records):
+        rows.token_sources.extend(_ingest(record.tokens, record.field, index, rows.tokens, host_tokens, record.length))
+        if record.positions is not None:
+            rows.position_sources.extend(
+                _ingest(record.positions, "positions", index, rows.positions, host_positions, record.length)
+            )
+            rows.has_positions[index] = 1
+        else:
+            rows.position_sources.extend(_SCRATCH)
+    return rows
+
+
+_FIELD_NAMES = ("input_ids", "labels", "position_ids", "padding_mask", "document_ids", "attention_document_ids")
+# the batched route's copies of the selected ids and metadata, written in the same row pass
+_EXTRA_NAMES = ("_packed_seq_ids", "attention_mask", "packed_token_indices", "cu_rows", "spans")
+
+
+def _allocate_outputs(
+    batch: int, width: int, mask_type: str | None, batch_metadata: bool
+) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """The ``[B, S]`` fields every route writes, and the batched route's extra buffers (those
+    its contract asks for), all uninitialised: the library's row pass fills them."""
+    sequence = width - 1
+    out: dict[str, Any] = {
+        name: torch.empty((batch, sequence), dtype=torch.bool if name == "padding_mask" else torch.int64)
+        for name in _FIELD_NAMES
+    }
+    extras: dict[str, torch.Tensor] = {}
+    if mask_type is not None:  # the batched route
+        extras["_packed_seq_ids"] = torch.empty((batch, sequence), dtype=torch.int64)
+        if mask_type == "document_ids":
+            extras["attention_mask"] = torch.empty((batch, sequence), dtype=torch.int64)
+        if batch_metadata:
+            extras["packed_token_indices"] = torch.empty((batch, sequence), dtype=torch.int64)
+            extras["cu_rows"] = torch.empty((batch, width), dtype=torch.int32)
+            extras["spans"] = torch.empty(batch, dtype=torch.int64)
+    return out, extras
+
+
+def _convert_rows(
+    rows: _Rows,
+    out: dict[str, Any],
+    extras: dict[str, torch.Tensor],
+    ignore_index: int,
+    mask_segment_starts: bool,
+    allow_cross_document_attention: bool,
+    pad_value: int,
+) -> tuple[int, int, int]:
+    """The library's row pass over every row (SPEC section 4's steps); raises the positions
+    faults of [ctb-packed-needs-positions] naming the row. Returns ``(largest translated xdoc
+    position, max_seqlen, largest selected id)``."""
+    batch, width = rows.batch, rows.width
+    pointers = (ctypes.c_void_p * 11)(
+        *(out[name].data_ptr() for name in _FIELD_NAMES),
+        *(extras[name].data_ptr() if name in extras else None for name in _EXTRA_NAMES),
+    )
+    results = (ctypes.c_int64 * 4)(-1, -1, 0, 0)
+    status = LIBRARY.bs_convert_rows(
+        batch,
+        width,
+        rows.tokens.data_ptr(),
+        rows.positions.data_ptr(),
+        (ctypes.c_int64 * (3 * batch))(*rows.token_sources),
+        (ctypes.c_int64 * (3 * batch))(*rows.position_sources),
+        (ctypes.c_uint8 * batch).from_buffer(rows.has_positions),
+        (ctypes.c_int64 * batch)(*rows.lengths),
+        (ctypes.c_int64 * batch)(*rows.padding),
+        ignore_index,
+        int(mask_segment_starts),
+        int(allow_cross_document_attention),
+        pad_value,
+        pointers,
+        results,
+    )
+    largest, bad_row, max_seqlen, largest_id = results
+    if status != CONVERT_OK:
+        problem = "must start at 0" if status == CONVERT_POSITIONS_START else "must be >= 0 (holds a negative entry)"
+        raise ValueError(f"sample_batch record {bad_row}: positions {problem}")
+    return largest, max_seqlen, largest_id
+
+
+def _add_thd_lengths(out: dict[str, Any]) -> None:
+    """[thd-lengths, thd-qkv-format]: ``seq_lens`` / ``seq_lens_padded`` ``[B, max spans]`` of the selected ids."""
+    selected = out["attention_document_ids"]
+    batch, sequence = selected.shape
+    spans = LIBRARY.bs_max_spans(selected.data_ptr(), batch, sequence)
+    seq_lens = torch.empty((batch, spans), dtype=torch.int64)
+    seq_lens_padded = torch.empty((batch, spans), dtype=torch.int64)
+    LIBRARY.bs_thd_lengths(selected.data_ptr(), batch, sequence, spans, seq_lens.data_ptr(), seq_lens_padded.data_ptr())
+    out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
+
+
+def _add_batched_fields(
+    out: dict[str, Any],
+    extras: dict[str, torch.Tensor],
+    mask_type: str | None,
+    batch_metadata: bool,
+    width: int,
+    largest_id: int,
+    max_seqlen: int,
+) -> None:
+    """[batched-packed-seq-ids, batched-block-causal, batched-document-ids-mask, batched-metadata]."""
+    selected = out["attention_document_ids"]
+    batch, sequence = selected.shape
+    out["_packed_seq_ids"] = extras["_packed_seq_ids"]
+    if mask_type == "block_causal":
+        mask = torch.empty((batch, 1, sequence, sequence), dtype=torch.bool)
+        LIBRARY.bs_block_causal(selected.data_ptr(), batch, sequence, mask.data_ptr())
+        out["attention_mask"] = mask
+    else:
+        out["attention_mask"] = extras["attention_mask"]
+    if batch_metadata:
+        # build_packed_sequence_metadata of the selected ids: cu_seqlens is
+        # [B, max(1, largest id) + 1], -1 past each row's spans [meta-cu-seqlens]
+        cu_width = max(1, largest_id) + 1
+        cu_seqlens = torch.empty((batch, cu_width), dtype=torch.int32)
+        LIBRARY.bs_cu_from_rows(
+            extras["cu_rows"].data_ptr(), width, extras["spans"].data_ptr(), batch, cu_width, cu_seqlens.data_ptr()
+        )
+        out.update(
+            packed_token_indices=extras["packed_token_indices"], cu_seqlens=cu_seqlens, max_seqlen=int(max_seqlen)
+        )
