@@ -24,10 +24,9 @@ import triton
 
 from batchspec.backends.triton import kernels
 from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
-from batchspec.backends.vectorized.convert import _row_width
 from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
 from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
-from batchspec.backends.vectorized.records import as_batch, is_int, place_rows, read_records
+from batchspec.backends.vectorized.records import as_batch, is_int, place_rows, read_records, row_width
 from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records
 from batchspec.reference.contract import PackedSequenceContract, contract_requests_metadata
 
@@ -115,7 +114,7 @@ def convert_text_batch(
     records = sample_records(sample_batch)
     rows = read_records(records)
     batch = len(rows.lengths)
-    width = _row_width(rows.lengths, pad_to_length)  # [unpacked-padding, ctb-input-errors] 7, 8
+    width = row_width(rows.lengths, pad_to_length)  # [unpacked-padding, ctb-input-errors] 7, 8
     tokens, positions, first_pad, reads = _rows_on_device(rows, width, pad_token_id)
 
     document_ids, starts = document_ids_and_starts(positions, first_pad)

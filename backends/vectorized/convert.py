@@ -28,7 +28,7 @@ import torch
 from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
 from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
 from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
-from batchspec.backends.vectorized.records import RecordRows, as_batch, is_int, place_rows, read_records
+from batchspec.backends.vectorized.records import RecordRows, as_batch, is_int, place_rows, read_records, row_width
 from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records
 from batchspec.reference.contract import PackedSequenceContract, contract_requests_metadata
 
@@ -62,23 +62,6 @@ class _DeviceReads:
         for name, part in self._parts.items():
             out[name], values = values[: part.shape[0]], values[part.shape[0] :]
         return out
-
-
-def _row_width(lengths: list[int], pad_to_length: int | None) -> int:
-    """The rows' unshifted width: ``pad_to_length`` on the unpacked route, else the one shared
-    length [unpacked-padding, ctb-input-errors] 7, 8."""
-    if pad_to_length is not None:
-        for index, length in enumerate(lengths):
-            if length > pad_to_length:
-                raise ValueError(
-                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
-                )
-        return pad_to_length
-    if len(set(lengths)) != 1:
-        raise ValueError(f"sample_batch rows have different lengths {lengths} and no pad_to_length is given")
-    if lengths[0] < 2:
-        raise ValueError(f"sample_batch record 0: length {lengths[0]}, but rows need at least 2 tokens to shift")
-    return lengths[0]
 
 
 class _Layout:
@@ -223,7 +206,7 @@ def convert_text_batch(
         output_format, ignore_index, mask_segment_starts, allow_cross_document_attention, pad_to_length, pad_token_id
     )
     rows = read_records(sample_records(sample_batch))
-    layout = _Layout(rows, _row_width(rows.lengths, pad_to_length), output_device(rows.given))
+    layout = _Layout(rows, row_width(rows.lengths, pad_to_length), output_device(rows.given))
     reads = _DeviceReads()
     positions = _positions(rows, layout, reads)
     out = _shifted_fields(_tokens(rows, layout, pad_token_id), positions, layout, ignore_index, mask_segment_starts)

@@ -15,7 +15,7 @@ import torch
 from batchspec.backends.vectorized.rules import token_field_name
 from batchspec.reference.contract import INT64_MAX
 
-__all__ = ["RecordRows", "as_batch", "ingest_field", "is_int", "place_rows", "read_records"]
+__all__ = ["RecordRows", "as_batch", "ingest_field", "is_int", "place_rows", "read_records", "row_width"]
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -150,3 +150,26 @@ def place_rows(flat: torch.Tensor, lengths: torch.Tensor, batch: int, width: int
     columns = torch.arange(total, device=flat.device) - torch.repeat_interleave(starts, lengths, output_size=total)
     fill[rows, columns] = flat
     return fill
+
+
+def row_width(lengths: list[int], pad_to_length: int | None) -> int:
+    """The rows' unshifted width (``lengths``: each record's token count): ``pad_to_length`` on
+    the unpacked route, else the one length every row shares [unpacked-padding, ctb-input-errors]
+    items 7, 8.
+
+    Raises:
+        ValueError: a row longer than ``pad_to_length``; rows of different lengths without
+            ``pad_to_length``; rows shorter than 2 tokens (nothing to shift).
+    """
+    if pad_to_length is not None:
+        for index, length in enumerate(lengths):
+            if length > pad_to_length:
+                raise ValueError(
+                    f"sample_batch record {index}: length {length} does not fit pad_to_length={pad_to_length}"
+                )
+        return pad_to_length
+    if len(set(lengths)) != 1:
+        raise ValueError(f"sample_batch rows have different lengths {lengths} and no pad_to_length is given")
+    if lengths[0] < 2:
+        raise ValueError(f"sample_batch record 0: length {lengths[0]}, but rows need at least 2 tokens to shift")
+    return lengths[0]
