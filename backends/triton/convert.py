@@ -8,8 +8,7 @@ kernels then compute, one program per row (the scan) or per row and ``BLOCK`` of
 * ``document_scan_kernel``: a segmented scan per row giving the document ids and the targets'
   segment starts, carrying its count across block edges [ctb-document-ids, ctb-segment-starts];
 * ``shifted_labels_kernel``: the shifted labels with ``ignore_index`` and the padding mask
-  [ctb-shift, ctb-padding-labels, ctb-ignore-index, ctb-padding-mask].
-
+  [ctb-shift, ctb-padding-labels, ctb-ignore-index, ctb-padding-mask];
 * ``xdoc_positions`` (``document_max_kernel``, ``document_offsets_kernel``,
   ``xdoc_shift_kernel``): the cross-document positions and their largest value [xdoc-positions,
   xdoc-contract];
