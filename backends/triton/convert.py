@@ -8,10 +8,15 @@ kernels then compute, one program per row (the scan) or per row and ``BLOCK`` of
 * ``document_scan_kernel``: a segmented scan per row giving the document ids and the targets'
   segment starts, carrying its count across block edges [ctb-document-ids, ctb-segment-starts];
 * ``shifted_labels_kernel``: the shifted labels with ``ignore_index`` and the padding mask
-  [ctb-shift, ctb-padding-labels, ctb-ignore-index, ctb-padding-mask].
-
-Not yet on kernels (named in the backend's README): the xdoc positions, the metadata bundle,
-the THD lengths and the ``block_causal`` mask come from ``vectorized``'s public functions.
+  [ctb-shift, ctb-padding-labels, ctb-ignore-index, ctb-padding-mask];
+* ``xdoc_positions`` (``document_max_kernel``, ``document_offsets_kernel``,
+  ``xdoc_shift_kernel``): the cross-document positions and their largest value [xdoc-positions,
+  xdoc-contract];
+* ``id_counts`` (``id_counts_kernel``), ``thd_lengths`` (``thd_lengths_kernel``) and
+  ``packed_cu_seqlens`` (``row_cu_seqlens_kernel``): the THD lengths and the metadata bundle
+  [thd-lengths, meta-indices, meta-cu-seqlens, meta-max-seqlen];
+* ``block_causal_mask`` (``block_causal_kernel``, one program per row and tile): the
+  ``block_causal`` mask [batched-block-causal].
 """
 
 from __future__ import annotations
@@ -23,14 +28,24 @@ import torch
 import triton
 
 from batchspec.backends.triton import kernels
-from batchspec.backends.vectorized.attention import xdoc_bound_error, xdoc_positions
-from batchspec.backends.vectorized.metadata import metadata_from_spans, monotone_row_spans
-from batchspec.backends.vectorized.output import block_causal_mask, thd_lengths_from_spans
+from batchspec.backends.vectorized.attention import xdoc_bound_error
 from batchspec.backends.vectorized.records import as_batch, is_int, place_rows, read_records, row_width
 from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records
-from batchspec.reference.contract import PackedSequenceContract, contract_requests_metadata
+from batchspec.reference.contract import THD_LENGTH_PAD, PackedSequenceContract, contract_requests_metadata
 
-__all__ = ["convert_text_batch", "document_ids_and_starts", "shifted_labels"]
+__all__ = ["block_causal_mask", "convert_text_batch", "document_ids_and_starts", "shifted_labels", "xdoc_positions"]
+
+
+def block_causal_mask(ids: torch.Tensor) -> torch.Tensor:
+    """bool ``[B, 1, S, S]``: ``mask[b, 0, q, k]`` iff ``k <= q`` and ``ids[b, q] == ids[b, k] > 0``
+    [batched-block-causal], for int64 ids ``[B, S]``; one ``block_causal_kernel`` program per row,
+    query tile and key tile."""
+    batch, sequence = ids.shape
+    mask = torch.empty(batch, 1, sequence, sequence, dtype=torch.bool, device=ids.device)
+    tiles = triton.cdiv(sequence, kernels.TILE)
+    kernels.block_causal_kernel[(batch, tiles, tiles)](ids.contiguous(), mask, sequence, TILE=kernels.TILE)
+    return mask
+
 
 # packed_mask_type -> the batched attention_mask built from the selected ids [batched-block-causal],
 # [batched-document-ids-mask]
@@ -38,6 +53,68 @@ _PACKED_MASKS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "block_causal": block_causal_mask,
     "document_ids": torch.Tensor.clone,
 }
+
+
+def xdoc_positions(positions: torch.Tensor, documents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(shifted int64 [B, S], largest int64 [1])`` for int64 ``positions`` and ``documents``
+    ``[B, S]`` (ids in ``[0, S]``): a token of document ``d > 0`` moves up by the sum over the
+    row's documents below ``d`` of (their largest position + 1); ``largest`` is the largest moved
+    position (-1 when none) [xdoc-positions, xdoc-contract]."""
+    batch, sequence = positions.shape
+    positions, documents = positions.contiguous(), documents.contiguous()
+    width = sequence + 1
+    blocks = (batch, triton.cdiv(sequence, kernels.BLOCK))
+    table = torch.full((batch, width), -1, dtype=torch.int64, device=positions.device)
+    kernels.document_max_kernel[blocks](positions, documents, table, sequence, width, BLOCK=kernels.BLOCK)
+    offsets = torch.empty_like(table)
+    kernels.document_offsets_kernel[(batch,)](table, offsets, width, BLOCK=kernels.BLOCK)
+    shifted = torch.empty_like(positions)
+    largest = torch.full((1,), -1, dtype=torch.int64, device=positions.device)
+    kernels.xdoc_shift_kernel[blocks](
+        positions, documents, offsets, shifted, largest, sequence, width, BLOCK=kernels.BLOCK
+    )
+    return shifted, largest
+
+
+def id_counts(ids: torch.Tensor, write_indices: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(counts int64 [B, S + 1], spans int64 [B], indices int64 [B, S])`` of int64 ids ``[B, S]``
+    in ``[0, S]``: tokens per id (column 0 the zeros), the row's largest id, and with
+    ``write_indices`` ``packed_token_indices`` [thd-lengths, meta-cu-seqlens, meta-indices]."""
+    batch, sequence = ids.shape
+    ids = ids.contiguous()
+    counts = torch.zeros(batch, sequence + 1, dtype=torch.int64, device=ids.device)
+    spans = torch.zeros(batch, dtype=torch.int64, device=ids.device)
+    indices = torch.empty(batch, sequence if write_indices else 0, dtype=torch.int64, device=ids.device)
+    grid = (batch, triton.cdiv(sequence, kernels.BLOCK))
+    kernels.id_counts_kernel[grid](
+        ids, counts, spans, indices, sequence, write_indices=write_indices, BLOCK=kernels.BLOCK
+    )
+    return counts, spans, indices
+
+
+def thd_lengths(counts: torch.Tensor, spans: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``seq_lens`` and ``seq_lens_padded`` (int64 ``[B, width]``, ``THD_LENGTH_PAD`` after a row's
+    spans) from ``id_counts``; the row's trailing zeros join its last span [thd-lengths]."""
+    batch, sequence = counts.shape[0], counts.shape[1] - 1
+    seq_lens = torch.empty(batch, width, dtype=torch.int64, device=counts.device)
+    padded = torch.empty_like(seq_lens)
+    grid = (batch, triton.cdiv(width, kernels.BLOCK))
+    kernels.thd_lengths_kernel[grid](
+        counts, spans, seq_lens, padded, sequence, width, THD_LENGTH_PAD, BLOCK=kernels.BLOCK
+    )
+    return seq_lens, padded
+
+
+def packed_cu_seqlens(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cu_seqlens int32 [B, S + 1], longest int64 [1])`` from ``id_counts``: each row's running
+    span totals packed to the front, -1 after them, and the largest span [meta-cu-seqlens,
+    meta-max-seqlen]; the caller keeps the first ``max(1, largest id) + 1`` columns."""
+    batch, width = counts.shape
+    cu_seqlens = torch.full((batch, width), -1, dtype=torch.int32, device=counts.device)
+    cu_seqlens[:, 0] = 0
+    longest = torch.zeros(1, dtype=torch.int64, device=counts.device)
+    kernels.row_cu_seqlens_kernel[(batch,)](counts, cu_seqlens, longest, width, BLOCK=kernels.BLOCK)
+    return cu_seqlens, longest
 
 
 def default_positions(first_pad: torch.Tensor, width: int) -> torch.Tensor:
@@ -130,22 +207,22 @@ def convert_text_batch(
     }
     bound = getattr(packing_contract, "max_sequence_length", None)  # [xdoc-contract]
     if allow_cross_document_attention:  # [ctb-xdoc] via enable_xdoc_attention's semantics
-        translated = document_ids > 0
-        out["position_ids"] = xdoc_positions(out["position_ids"][None], document_ids, translated, sequence + 1)[0]
-        out["attention_document_ids"] = translated.to(torch.int64)
+        out["position_ids"], largest_shifted = xdoc_positions(out["position_ids"], document_ids)
+        out["attention_document_ids"] = (document_ids > 0).to(torch.int64)
         if is_int(bound):
-            reads.append(torch.where(translated, out["position_ids"], -1).amax()[None])
+            reads.append(largest_shifted)
     selected = out["attention_document_ids"]
     wants_metadata = output_format == "batched" and contract_requests_metadata(packing_contract)
     if output_format == "thd" or wants_metadata:
-        counts, spans = monotone_row_spans(selected)
+        counts, spans, indices = id_counts(selected, write_indices=wants_metadata)
         reads.append(spans.amax()[None])
         if wants_metadata:
-            reads.append(counts[:, 1:].amax()[None])
+            cu_seqlens, longest = packed_cu_seqlens(counts)
+            reads.append(longest)
 
     rest = _check_device_reads(reads, batch, allow_cross_document_attention and is_int(bound), bound)
     if output_format == "thd":
-        seq_lens, seq_lens_padded = thd_lengths_from_spans(counts, spans, rest[0])
+        seq_lens, seq_lens_padded = thd_lengths(counts, spans, rest[0])
         out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
         return out
     out["_packed_seq_ids"] = selected.clone()
@@ -155,7 +232,8 @@ def convert_text_batch(
     out["attention_mask"] = _PACKED_MASKS[mask_type](selected)
     if wants_metadata:
         largest_id, max_seqlen = rest
-        out.update(metadata_from_spans(selected, counts, spans, max(1, largest_id) + 1))
+        out["packed_token_indices"] = indices
+        out["cu_seqlens"] = cu_seqlens[:, : max(1, largest_id) + 1].contiguous()
         out["max_seqlen"] = int(max_seqlen)
     return out
 

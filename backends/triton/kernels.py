@@ -163,3 +163,114 @@ def row_cu_seqlens_kernel(table_ptr, cu_seqlens_ptr, longest_ptr, width, BLOCK: 
         tl.atomic_max(longest_ptr, tl.max(lengths, axis=0))
         spans = spans + tl.sum(present.to(tl.int64), axis=0)
         total = total + tl.sum(lengths, axis=0)
+
+
+# Query and key tile of the block-causal mask: 64 x 64 bool lanes per program.
+TILE = 64
+
+
+@triton.jit
+def document_max_kernel(positions_ptr, documents_ptr, table_ptr, sequence, width, BLOCK: tl.constexpr):
+    """``table[b, d]`` = the largest position of document ``d > 0`` of row ``b`` (``table``
+    int64 ``[B, width]`` filled with -1 beforehand; -1 stays for an absent document), by
+    ``atomic_max`` from one program per row and ``BLOCK`` of the ``S = sequence`` columns of
+    ``positions`` and ``documents`` (int64 ``[B, S]``) [xdoc-positions]."""
+    row = tl.program_id(0)
+    columns = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = columns < sequence
+    documents = tl.load(documents_ptr + row * sequence + columns, mask=inside, other=0)
+    positions = tl.load(positions_ptr + row * sequence + columns, mask=inside, other=0)
+    tl.atomic_max(table_ptr + row * width + documents, positions, mask=inside & (documents > 0))
+
+
+@triton.jit
+def document_offsets_kernel(table_ptr, offsets_ptr, width, BLOCK: tl.constexpr):
+    """``offsets[b, d]`` = the sum over the row's documents ``d' < d`` of ``table[b, d'] + 1``
+    (0 for an absent one): an exclusive scan of one row per program in ``BLOCK`` steps, carrying
+    the total across block edges [xdoc-positions]. ``table``, ``offsets`` int64 ``[B, width]``."""
+    row = tl.program_id(0)
+    carry = tl.zeros([], dtype=tl.int64)
+    for start in range(0, width, BLOCK):
+        slots = start + tl.arange(0, BLOCK)
+        inside = slots < width
+        contributions = tl.load(table_ptr + row * width + slots, mask=inside, other=-1) + 1
+        totals = tl.cumsum(contributions, axis=0) + carry
+        tl.store(offsets_ptr + row * width + slots, totals - contributions, mask=inside)
+        carry = carry + tl.sum(contributions, axis=0)
+
+
+@triton.jit
+def xdoc_shift_kernel(
+    positions_ptr, documents_ptr, offsets_ptr, out_ptr, largest_ptr, sequence, width, BLOCK: tl.constexpr
+):
+    """``out[b, i] = positions[b, i] + offsets[b, documents[b, i]]`` where ``documents[b, i] > 0``
+    (a translated token), else ``positions[b, i]`` [xdoc-positions]; ``largest`` (int64 ``[1]``,
+    -1 beforehand) gets the largest translated position, for the bound [xdoc-contract]. One
+    program per row and ``BLOCK`` of the ``S`` columns."""
+    row = tl.program_id(0)
+    columns = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = columns < sequence
+    documents = tl.load(documents_ptr + row * sequence + columns, mask=inside, other=0)
+    positions = tl.load(positions_ptr + row * sequence + columns, mask=inside, other=0)
+    translated = inside & (documents > 0)
+    shift = tl.load(offsets_ptr + row * width + documents, mask=translated, other=0)
+    shifted = positions + shift
+    tl.store(out_ptr + row * sequence + columns, shifted, mask=inside)
+    tl.atomic_max(largest_ptr, tl.max(tl.where(translated, shifted, -1), axis=0))
+
+
+@triton.jit
+def id_counts_kernel(
+    ids_ptr, counts_ptr, spans_ptr, indices_ptr, sequence, write_indices: tl.constexpr, BLOCK: tl.constexpr
+):
+    """Per row ``b`` and ``BLOCK`` of the ``S = sequence`` columns of ``ids`` (int64 ``[B, S]``,
+    in ``[0, S]``): ``counts[b, k] += 1`` for each token of id ``k`` (int64 ``[B, S + 1]``, zeros
+    beforehand; column 0 counts the zeros), ``spans[b]`` = the row's largest id (``atomic_max``,
+    zeros beforehand) [thd-lengths, meta-cu-seqlens]; with ``write_indices``, ``indices[b, i]`` =
+    ``i`` where ``ids[b, i] > 0``, else -1 [meta-indices]."""
+    row = tl.program_id(0)
+    columns = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = columns < sequence
+    ids = tl.load(ids_ptr + row * sequence + columns, mask=inside, other=0)
+    tl.atomic_add(counts_ptr + row * (sequence + 1) + ids, tl.full([BLOCK], 1, tl.int64), mask=inside)
+    tl.atomic_max(spans_ptr + row, tl.max(ids, axis=0))
+    if write_indices:
+        tl.store(indices_ptr + row * sequence + columns, tl.where(ids > 0, columns.to(tl.int64), -1), mask=inside)
+
+
+@triton.jit
+def thd_lengths_kernel(
+    counts_ptr, spans_ptr, seq_lens_ptr, padded_ptr, sequence, width, pad_value, BLOCK: tl.constexpr
+):
+    """THD lengths per row ``b`` and ``BLOCK`` of slots ``k = 0 .. width - 1`` [thd-lengths]:
+    ``seq_lens[b, k] = counts[b, k + 1]`` (span ``k`` is id ``k + 1``) for ``k + 1 <= spans[b]``,
+    else ``pad_value``; ``seq_lens_padded`` adds the row's trailing zeros (``counts[b, 0]``) to
+    its last span. ``counts`` int64 ``[B, sequence + 1]``; outputs int64 ``[B, width]``."""
+    row = tl.program_id(0)
+    slots = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = slots < width
+    spans = tl.load(spans_ptr + row)
+    lengths = tl.load(counts_ptr + row * (sequence + 1) + slots + 1, mask=inside, other=0)
+    seq_lens = tl.where(slots + 1 <= spans, lengths, pad_value)
+    trailing = tl.load(counts_ptr + row * (sequence + 1))
+    tl.store(seq_lens_ptr + row * width + slots, seq_lens, mask=inside)
+    tl.store(padded_ptr + row * width + slots, seq_lens + tl.where(slots + 1 == spans, trailing, 0), mask=inside)
+
+
+@triton.jit
+def block_causal_kernel(ids_ptr, mask_ptr, sequence, TILE: tl.constexpr):
+    """One ``TILE x TILE`` tile of the block-causal mask per program (row, query tile, key tile):
+    ``mask[b, q, k] = k <= q and ids[b, q] == ids[b, k] > 0`` [batched-block-causal]. ``ids``
+    int64 ``[B, S]``; ``mask`` bool ``[B, S, S]`` (the ``[B, 1, S, S]`` output's storage)."""
+    row = tl.program_id(0)
+    queries = tl.program_id(1) * TILE + tl.arange(0, TILE)
+    keys = tl.program_id(2) * TILE + tl.arange(0, TILE)
+    query_in = queries < sequence
+    key_in = keys < sequence
+    query_ids = tl.load(ids_ptr + row * sequence + queries, mask=query_in, other=0)
+    key_ids = tl.load(ids_ptr + row * sequence + keys, mask=key_in, other=0)
+    same = (query_ids[:, None] == key_ids[None, :]) & (query_ids[:, None] > 0)
+    causal = keys[None, :] <= queries[:, None]
+    inside = query_in[:, None] & key_in[None, :]
+    offsets = row.to(tl.int64) * sequence * sequence + queries[:, None] * sequence + keys[None, :]
+    tl.store(mask_ptr + offsets, same & causal, mask=inside)
