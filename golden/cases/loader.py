@@ -21,8 +21,17 @@ import random
 import tempfile
 from pathlib import Path
 
-from batchspec.conformance.golden.api import IGNORE_INDEX, Case, Row, Value, corpus_pipeline, long, packed_row, rows_of
-from batchspec.conformance.helpers.pipelines import zephon_catalog
+from batchspec.conformance.golden.api import (
+    IGNORE_INDEX,
+    Case,
+    Row,
+    Value,
+    corpus_pipeline,
+    long,
+    packed_row,
+    rows_of,
+    zephon_catalog,
+)
 
 DOC_IDS = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": False}
 
