@@ -52,6 +52,7 @@ __all__ = [
     "block_mask",
     "bools",
     "corpus_pipeline",
+    "zephon_catalog",
     "f32",
     "int32",
     "long",
@@ -137,6 +138,14 @@ def corpus_pipeline(scratch_dir: Path, **options: Any):
     from batchspec.conformance.helpers.pipelines import corpus_pipeline as build
 
     return build(scratch_dir, **options)
+
+
+def zephon_catalog(catalog_dir: Path):
+    """``batchspec.conformance.helpers.pipelines.zephon_catalog``: point ``ZEPHON_CATALOG_DIR`` at
+    ``catalog_dir`` for a ``with`` block, then restore it; imported on first use."""
+    from batchspec.conformance.helpers.pipelines import zephon_catalog as catalog
+
+    return catalog(catalog_dir)
 
 
 def random_run_ids(rng: random.Random, width: int) -> list[int]:

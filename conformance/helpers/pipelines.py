@@ -17,8 +17,10 @@ description by hand ([state-fingerprint-canonical]).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,22 @@ __all__ = [
     "saved_after",
     "take",
 ]
+
+
+@contextlib.contextmanager
+def zephon_catalog(catalog_dir: str | Path) -> Iterator[None]:
+    """Point ``ZEPHON_CATALOG_DIR`` (Zephon's scratch catalog) at ``catalog_dir`` for the block,
+    then restore the caller's value (or unset it where it was unset): the one home of this
+    save/restore."""
+    saved = os.environ.get("ZEPHON_CATALOG_DIR")
+    os.environ["ZEPHON_CATALOG_DIR"] = str(catalog_dir)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("ZEPHON_CATALOG_DIR", None)
+        else:
+            os.environ["ZEPHON_CATALOG_DIR"] = saved
 
 
 def corpus_pipeline(
@@ -232,9 +250,7 @@ def check_exact_resume(backend, scratch_dir, n=10, chunk_size=2, policy="redistr
     """
     __tracebackhide__ = True
     root = Path(scratch_dir) / "exact-resume-probe"
-    catalog = os.environ.get("ZEPHON_CATALOG_DIR")
-    os.environ["ZEPHON_CATALOG_DIR"] = str(root / "catalog")  # Zephon's scratch state stays under scratch_dir
-    try:
+    with zephon_catalog(root / "catalog"):  # Zephon's scratch state stays under scratch_dir
         whole = list(make_loader(backend, index_pipeline(root / "whole", n, chunk_size, policy, **options)))
         first = make_loader(backend, index_pipeline(root / "first", n, chunk_size, policy, **options))
         for _ in range(after):
@@ -244,11 +260,6 @@ def check_exact_resume(backend, scratch_dir, n=10, chunk_size=2, policy="redistr
         resumed = make_loader(backend, index_pipeline(root / "resumed", n, chunk_size, policy, **options))
         resumed.load_state_dict(state)
         rest = list(resumed)
-    finally:
-        if catalog is None:
-            os.environ.pop("ZEPHON_CATALOG_DIR", None)
-        else:
-            os.environ["ZEPHON_CATALOG_DIR"] = catalog
     if rest != whole[after:]:
         raise ClauseFailure(
             f"a state saved after {after} batches resumes {rest}, but should resume the rest of the stream "

@@ -47,7 +47,6 @@ from __future__ import annotations
 import collections.abc
 import hashlib
 import json
-import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,7 +70,7 @@ from batchspec.conformance.helpers.envelope import (
     version_of,
 )
 from batchspec.conformance.helpers.inputs import Contract
-from batchspec.conformance.helpers.pipelines import SpyPipeline, index_pipeline, row_indices
+from batchspec.conformance.helpers.pipelines import SpyPipeline, index_pipeline, row_indices, zephon_catalog
 
 __all__ = ["BAD_ARGUMENTS", "CHECKS", "CORRUPTIONS", "run_state_script"]
 
@@ -188,9 +187,7 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
     loaders: list = []
     loader: Any = None  # the backend's ZephonDataLoader, once a 'new:P' built one
     spy: SpyPipeline | None = None  # the pipeline of the latest 'new:P'
-    catalog = os.environ.get("ZEPHON_CATALOG_DIR")
-    with tempfile.TemporaryDirectory(prefix="batchspec-state-") as scratch:
-        os.environ["ZEPHON_CATALOG_DIR"] = str(Path(scratch) / "catalog")
+    with tempfile.TemporaryDirectory(prefix="batchspec-state-") as scratch, zephon_catalog(Path(scratch) / "catalog"):
         try:
             for step, action in enumerate(options["script"]):
                 verb = action.partition(":")[0]
@@ -226,10 +223,6 @@ def run_state_script(impl: Any, inputs: Mapping[str, Any], options: Mapping[str,
         finally:
             for each in loaders:
                 each.close()
-            if catalog is None:
-                os.environ.pop("ZEPHON_CATALOG_DIR", None)
-            else:
-                os.environ["ZEPHON_CATALOG_DIR"] = catalog
     return {"outcomes": outcomes}
 
 

@@ -17,12 +17,21 @@ it declares ``expects_error=True``).
 
 from __future__ import annotations
 
-import os
 import random
 import tempfile
 from pathlib import Path
 
-from batchspec.conformance.golden.api import IGNORE_INDEX, Case, Row, Value, corpus_pipeline, long, packed_row, rows_of
+from batchspec.conformance.golden.api import (
+    IGNORE_INDEX,
+    Case,
+    Row,
+    Value,
+    corpus_pipeline,
+    long,
+    packed_row,
+    rows_of,
+    zephon_catalog,
+)
 
 DOC_IDS = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": False}
 
@@ -223,22 +232,15 @@ def case_thd_stream():
 def _corpus_batches(picks: tuple[int, ...], seq_len: int, batch_size: int) -> list:
     """The rows of the SampleBatches at stream positions ``picks`` of the real Zephon
     pipeline over golden/corpus (inline runner, fixed seed: deterministic)."""
-    saved = os.environ.get("ZEPHON_CATALOG_DIR")
-    try:
-        with tempfile.TemporaryDirectory(prefix="batchspec-golden-") as scratch:
-            stream = iter(corpus_pipeline(Path(scratch), seq_len=seq_len, batch_size=batch_size))
-            try:
-                stream_batches = [rows_of(next(stream)) for _ in range(max(picks) + 1)]
-                batches = [stream_batches[i] for i in picks]
-            finally:
-                close = getattr(stream, "close", None)
-                if close is not None:
-                    close()
-    finally:
-        if saved is None:
-            os.environ.pop("ZEPHON_CATALOG_DIR", None)
-        else:
-            os.environ["ZEPHON_CATALOG_DIR"] = saved
+    with tempfile.TemporaryDirectory(prefix="batchspec-golden-") as scratch, zephon_catalog(Path(scratch) / "catalog"):
+        stream = iter(corpus_pipeline(Path(scratch), seq_len=seq_len, batch_size=batch_size))
+        try:
+            stream_batches = [rows_of(next(stream)) for _ in range(max(picks) + 1)]
+            batches = [stream_batches[i] for i in picks]
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
     return [[rows(r) for r in batch] for batch in batches]
 
 
