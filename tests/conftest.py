@@ -55,10 +55,17 @@ def _suite_run(name: str):
     return long_run(name, lambda folder: _start(name, folder))
 
 
-# the triton backend under Triton's interpreter (issue 33), sampled to the tests of the function
-# its kernels implement (the full run: `TRITON_INTERPRET=1 batchspec --backend=triton --release`,
-# CONTRIBUTING); started only by tests/runs/test_triton.py, which skips where triton is not installed
-TRITON_SAMPLE = ("conformance", "--backend=triton", "-k", "unpad", "--ignore=conformance/test_checkpoint_ranks.py")
+# the triton backend under Triton's interpreter (issue 33), sampled to the get_unpad_data tests and
+# the golden cases (every route of convert_text_batch, rows past one 1024-column block: about
+# 20 s; the full run: `TRITON_INTERPRET=1 batchspec --backend=triton --release`, CONTRIBUTING);
+# started only by tests/runs/test_triton.py, which skips where triton is not installed
+TRITON_SAMPLE = (
+    "conformance",
+    "--backend=triton",
+    "-k",
+    "unpad or test_golden_case",
+    "--ignore=conformance/test_checkpoint_ranks.py",
+)
 triton_run = long_run(
     "triton_run", lambda folder: BackgroundRun(folder, *TRITON_SAMPLE, env={**os.environ, "TRITON_INTERPRET": "1"})
 )
