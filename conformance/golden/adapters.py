@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.golden.inputs import tensors_in
+from batchspec.conformance.helpers.storage import tensors_in
 from batchspec.conformance.run.functions import (
     CONSTANTS,
     FUNCTIONS,

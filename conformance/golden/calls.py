@@ -18,11 +18,11 @@ from batchspec.conformance.golden.inputs import (
     build_sample_batch,
     payload_changes,
     payload_state,
-    tensors_in,
 )
 from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.state_script import run_state_script
+from batchspec.conformance.helpers.storage import tensors_in
 
 __all__ = [
     "run_adapt_model_inputs",

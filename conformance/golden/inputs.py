@@ -12,7 +12,7 @@ import torch
 
 from batchspec.conformance.helpers.inputs import Contract, Row, sample_batch
 
-__all__ = ["build_contract", "build_datum", "build_sample_batch", "payload_changes", "payload_state", "tensors_in"]
+__all__ = ["build_contract", "build_datum", "build_sample_batch", "payload_changes", "payload_state"]
 
 CONTRACT_FIELDS = {"packed_mask_type", "return_packed_sequence_metadata", "return_document_ids", "max_sequence_length"}
 
@@ -91,25 +91,6 @@ def payload_changes(before: list, after: list) -> list[str]:
                         f"record {index} {where} {key!r}: {a.get(key, 'absent')!r} -> {b.get(key, 'absent')!r}"
                     )
     return changes
-
-
-def tensors_in(value: Any, prefix: str = "") -> dict[str, torch.Tensor]:
-    """Every tensor inside nested dicts/lists/objects with ``__dict__``, by path."""
-    if isinstance(value, torch.Tensor):
-        return {prefix: value}
-    found: dict[str, torch.Tensor] = {}
-    items = (
-        value.items()
-        if isinstance(value, Mapping)
-        else enumerate(value)
-        if isinstance(value, (list, tuple))
-        else vars(value).items()
-        if hasattr(value, "__dict__")
-        else ()
-    )
-    for key, item in items:
-        found.update(tensors_in(item, f"{prefix}.{key}" if prefix else str(key)))
-    return found
 
 
 def build_datum(impl: Any, spec: Mapping[str, Any]):

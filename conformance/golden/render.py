@@ -11,7 +11,7 @@ import torch
 
 from batchspec.conformance.golden.api import Case
 from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.golden.inputs import tensors_in
+from batchspec.conformance.helpers.storage import tensors_in
 from batchspec.conformance.run.package_data import REGENERATE
 
 __all__ = ["BLOCK", "render_case", "render_spec"]

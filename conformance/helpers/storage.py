@@ -3,7 +3,7 @@
 Helpers of the checks of [tb-device], [tb-no-aliasing] and [collaters-no-mutation]; they never
 assert by themselves, so each check words its own failure message:
 
-* ``tensors_in(value)``: every tensor inside nested mappings, lists and tuples, by path;
+* ``tensors_in(value)``: every tensor inside nested mappings, lists, tuples and objects, by path;
 * ``memory_span(obj)``: the byte range ``[start, end)`` of a tensor's whole storage or of a
   numpy array's data, ``None`` when it holds no byte;
 * ``shared_storage(named)``: the pairs of named tensors/arrays whose memory overlaps. Two
@@ -28,7 +28,11 @@ __all__ = ["input_state", "memory_span", "shared_storage", "state_changes", "ten
 
 
 def tensors_in(value: Any, path: str = "") -> dict[str, torch.Tensor]:
-    """Every tensor inside ``value`` (nested mappings, lists, tuples), by its path."""
+    """Every tensor inside ``value`` (nested mappings, lists, tuples, objects' ``__dict__``), by its path.
+
+    A bare tensor is named ``"<value>"``. Objects with a ``__dict__`` (a ``Datum``, a backend's batch
+    object) are walked too, so a tensor held as an attribute is never missed.
+    """
     if isinstance(value, torch.Tensor):
         return {path or "<value>": value}
     found: dict[str, torch.Tensor] = {}
@@ -36,6 +40,8 @@ def tensors_in(value: Any, path: str = "") -> dict[str, torch.Tensor]:
         items: Iterable = value.items()
     elif isinstance(value, (list, tuple)):
         items = enumerate(value)
+    elif hasattr(value, "__dict__"):
+        items = vars(value).items()
     else:
         return found
     for key, item in items:
