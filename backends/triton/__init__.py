@@ -54,7 +54,9 @@ from batchspec.backends.vectorized import (  # noqa: E402
 )
 
 __version__ = "0.1.0"
-BATCHSPEC_SPEC_VERSION = "1.3"
+# The SPEC.md version this backend implements: 1.4's one addition, [state-body-valid], comes with
+# vectorized's ZephonDataLoader (the reference's, which checks the body at load).
+BATCHSPEC_SPEC_VERSION = "1.4"
 
 __all__ = [
     "BATCHSPEC_CAPABILITIES",

@@ -121,7 +121,7 @@ def datum_cases(draw, min_len: int = 0) -> DatumCase:
         ids_form=draw(st.sampled_from(TOKEN_FORMS), label="ids_form"),
         targets_form=draw(st.sampled_from(holding), label="targets_form"),
         ignore_index=ignore_index,
-        divisible=draw(st.sampled_from((None, None, 1, 3, 4, 8)), label="pad_seq_len_divisible"),
+        divisible=draw(st.sampled_from((None, None, 1, 2, 3, 4, 8)), label="pad_seq_len_divisible"),
     )
 
 

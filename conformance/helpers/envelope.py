@@ -50,6 +50,7 @@ __all__ = [
     "raw_body",
     "sign",
     "version_of",
+    "with_body_length",
     "with_version",
 ]
 
@@ -98,6 +99,11 @@ def version_of(data: bytes) -> int:
 def with_version(data: bytes, version: int) -> bytes:
     """``data`` with its version byte replaced (the digest is not recomputed)."""
     return data[: len(MAGIC)] + bytes([version]) + data[len(MAGIC) + 1 :]
+
+
+def with_body_length(data: bytes, length: int) -> bytes:
+    """``data`` with its header's body length L replaced (the digest is not recomputed)."""
+    return data[: len(MAGIC) + 1] + LENGTH.pack(length) + data[HEADER:]
 
 
 def body_length(data: bytes) -> int:
@@ -192,6 +198,15 @@ CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
     "flip_body_byte": lambda d: d[:HEADER] + bytes([d[HEADER] ^ 0x01]) + d[HEADER + 1 :],
     "flip_digest_byte": lambda d: d[:-1] + bytes([d[-1] ^ 0x01]),
     "resign": lambda d: sign(d[:-DIGEST]),  # a correct digest for whatever precedes it
+    # the lengths at their bounds: one byte short of the magic (fewer than 8 bytes: "bad magic");
+    # a whole header and nothing after it, one byte short of a header ("truncated": fewer than
+    # 17 bytes), and the header's L one more or one less than the body holds, re-signed (only L
+    # is wrong: "truncated", not 17 + L + 32 bytes)
+    "magic_less_one": lambda d: d[: len(MAGIC) - 1],
+    "header_only": lambda d: d[:HEADER],
+    "header_less_one": lambda d: d[: HEADER - 1],
+    "length_plus_one": lambda d: sign(with_body_length(d, body_length(d) + 1)[:-DIGEST]),
+    "length_minus_one": lambda d: sign(with_body_length(d, body_length(d) - 1)[:-DIGEST]),
     # valid length and digest, bad body:
     "body_not_json": lambda d: envelope(b"\xff not json {", version_of(d)),
     "body_not_object": lambda d: envelope(b"[]", version_of(d)),

@@ -431,6 +431,40 @@ def case_tampered_envelopes():
     )
 
 
+def case_length_fields_at_their_bounds():
+    """[state-load-validates-first] checks 1 and 3 at their bounds (issue 31): 7 bytes of the magic
+    (``bad magic``); exactly the 17 header bytes, one byte fewer, and a header whose body length L
+    is one more or one less than the body, digest recomputed (``truncated``); the untampered
+    state (exactly 17 + L + 32 bytes) loads."""
+    bounds = (
+        ("magic_less_one", "bad magic"),
+        ("header_only", "truncated"),
+        ("header_less_one", "truncated"),
+        ("length_plus_one", "truncated"),
+        ("length_minus_one", "truncated"),
+    )
+    return _canon(
+        "length_fields_at_their_bounds",
+        ("state-load-validates-first",),
+        "the state saved after 5 batches cut to 7 bytes of its magic (bad magic), to its 17 header bytes or to 16, "
+        "or with the header's body length one more or one less than the body and a correct digest (truncated): "
+        "each raises ValueError starting with its check; the loader is unchanged and the untampered state "
+        "(exactly 17 + L + 32 bytes) loads and resumes",
+        {"A": A},
+        [
+            *save_after("A", 5),
+            ("new:A", None),
+            *[(f"load:S:{how}", raised("ValueError", check)) for how, check in bounds],
+            ("state", ""),
+            ("calls", ZERO_CALLS),
+            ("restores", 0),
+            ("load:S", None),
+            ("same:S", True),
+            ("rest", rows(5, 6, 7, 8, 9)),
+        ],
+    )
+
+
 def case_check_order():
     return _canon(
         "checks_run_in_order",

@@ -297,7 +297,9 @@ def case_default_collater():
             keys=("labels",),
         )
     )
-    for divisible, width in ((None, 3), (1, 3), (3, 3), (4, 4), (5, 5), (8, 8)):
+    # the longest length 3: exactly a multiple of 1 and 3, one past a multiple of 2 (the width
+    # rounded up however small the remainder), below 4, 5 and 8
+    for divisible, width in ((None, 3), (1, 3), (2, 4), (3, 3), (4, 4), (5, 5), (8, 8)):
         for keyword in (False, True):
             cases.append(
                 _dcoll(

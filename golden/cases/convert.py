@@ -536,6 +536,7 @@ NINE = tuple(range(1, 10))
 # item): the record's index 2 is not a number the message would hold anyway.
 ERRORS_AT_RECORD_2 = [
     ("positions_too_short", Row(NINE, tuple(range(8)), 0), "ValueError", (2, "positions"), 9),
+    ("positions_too_long", Row(NINE, tuple(range(10)), 0), "ValueError", (2, "positions"), 9),
     ("positions_not_starting_at_0", Row(NINE, tuple(range(1, 10)), 0), "ValueError", (2, "positions"), 10),
     ("negative_position", Row(NINE, (0, 1, -1, 0, 1, 2, 3, 4, 5), 0), "ValueError", (2, "positions"), 10),
     ("padding_bool", Row(NINE, tuple(range(9)), True), "TypeError", (2, "padding_length"), 11),

@@ -74,6 +74,50 @@ def collate(name, clauses, description, datums, expected=None, error=None, keys=
     )
 
 
+# Example I padded to width 4: the longest datum (3 tokens) rounded up to a multiple of 2 or 4.
+EXAMPLE_I_WIDTH_4 = {
+    "input_ids": long([[10, 11, 12, 0], [20, 21, 0, 0]]),
+    "attention_mask": long([[1, 1, 1, 0], [1, 1, 0, 0]]),
+    "labels": long([[11, 12, X, X], [X, 22, X, X]]),
+    "padding_mask": bools([[F, F, F, T], [F, F, T, T]]),
+    "advantages": f32([0.5, -1.5]),
+    "logprobs": f32([[-0.5, -1, -2, 0], [-0.25, -0.75, 0, 0]]),
+    "weights": f32([[1, 1, 0, 0], [0, 1, 0, 0]]),
+}
+
+
+def case_divisible_at_its_bound():
+    """[collate-padded]'s width W at ``pad_seq_len_divisible``'s bound (issue 31): Example I's
+    longest datum (3 tokens) is exactly a multiple of 1 (the smallest divisor) and of 3, so W stays
+    3; it is one past a multiple of 2, so W is rounded up to 4 (a remainder of 1 rounds up like any
+    other)."""
+    return [
+        *(
+            collate(
+                f"example_i_divisible_{divisible}_exact",
+                ["collate-padded", "collate-side-inputs", "collate-weights"],
+                f"Example I, pad_seq_len_divisible={divisible}: the longest datum (3 tokens) is a multiple of "
+                f"{divisible}, so the width stays 3",
+                EXAMPLE,
+                EXAMPLE_I,
+                keys=PADDED + SIDE,
+                pad_seq_len_divisible=divisible,
+            )
+            for divisible in (1, 3)
+        ),
+        collate(
+            "example_i_divisible_2_one_past",
+            ["collate-padded", "collate-side-inputs", "collate-weights"],
+            "Example I, pad_seq_len_divisible=2: the longest datum (3 tokens) is one past a multiple of 2, so the "
+            "width is rounded up to 4",
+            EXAMPLE,
+            EXAMPLE_I_WIDTH_4,
+            keys=PADDED + SIDE,
+            pad_seq_len_divisible=2,
+        ),
+    ]
+
+
 def case_examples():
     return [
         collate(
