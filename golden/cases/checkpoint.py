@@ -386,6 +386,23 @@ def case_endless_streams():
 # --- rejected states (D-7) ----------------------------------------------------------------
 
 
+def _refused_then_resumed(tampered: tuple[tuple[str, str], ...] | list[tuple[str, str]]) -> list:
+    """The steps of a tampering case: the state saved after 5 batches, each ``(how, check)``
+    tampering loaded into a fresh loader and refused with a ValueError starting with ``check``,
+    the loader left unchanged, then the untampered state loads and resumes at batch 5."""
+    return [
+        *save_after("A", 5),
+        ("new:A", None),
+        *[(f"load:S:{how}", raised("ValueError", check)) for how, check in tampered],
+        ("state", ""),
+        ("calls", ZERO_CALLS),
+        ("restores", 0),
+        ("load:S", None),
+        ("same:S", True),
+        ("rest", rows(5, 6, 7, 8, 9)),
+    ]
+
+
 def case_tampered_envelopes():
     tampered = [
         ("drop_last_byte", "truncated"),
@@ -417,17 +434,7 @@ def case_tampered_envelopes():
         "canonical_replicas, an extra topology key, world_size 0): each raises ValueError starting with its "
         "check; the loader is unchanged and the untampered state still loads and resumes",
         {"A": A},
-        [
-            *save_after("A", 5),
-            ("new:A", None),
-            *[(f"load:S:{how}", raised("ValueError", check)) for how, check in tampered],
-            ("state", ""),
-            ("calls", ZERO_CALLS),
-            ("restores", 0),
-            ("load:S", None),
-            ("same:S", True),
-            ("rest", rows(5, 6, 7, 8, 9)),
-        ],
+        _refused_then_resumed(tampered),
     )
 
 
@@ -451,17 +458,7 @@ def case_length_fields_at_their_bounds():
         "each raises ValueError starting with its check; the loader is unchanged and the untampered state "
         "(exactly 17 + L + 32 bytes) loads and resumes",
         {"A": A},
-        [
-            *save_after("A", 5),
-            ("new:A", None),
-            *[(f"load:S:{how}", raised("ValueError", check)) for how, check in bounds],
-            ("state", ""),
-            ("calls", ZERO_CALLS),
-            ("restores", 0),
-            ("load:S", None),
-            ("same:S", True),
-            ("rest", rows(5, 6, 7, 8, 9)),
-        ],
+        _refused_then_resumed(bounds),
     )
 
 
