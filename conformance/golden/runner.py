@@ -1,4 +1,4 @@
-"""Running a stored case (``batchspec.conformance.golden.store``) against the backend under test, with
+"""Running a stored case (``batchspec.conformance.golden.verified_read``) against the backend under test, with
 the suite's own asserts (conformance/helpers/asserts.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from batchspec.conformance.golden.adapters import adapter, call
 from batchspec.conformance.golden.blame import KEY_SET_CLAUSES, blame, default_collater_blame, error_clauses
 from batchspec.conformance.golden.errors import error_from_record
-from batchspec.conformance.golden.store import StoredCase
+from batchspec.conformance.golden.verified_read import StoredCase
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, assert_keys, assert_raises, check
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
 from batchspec.conformance.helpers.inputs import Row

@@ -9,4 +9,4 @@ batch), ``metamorphic`` (what the metamorphic properties share), ``layouts`` and
 ``layout_relation`` (non-contiguous inputs, [tb-layout]), ``storage`` (where returned tensors
 live, what they share, snapshots of inputs), ``pipelines`` and ``corpus`` (real Zephon
 pipelines over the committed corpus), ``envelope`` and ``state_script`` (checkpoint state bytes
-and scripts). The inputs of stored golden cases as live objects are ``golden/stored.py``'s."""
+and scripts). The inputs of stored golden cases as live objects are ``golden/case_values.py``'s."""

@@ -32,7 +32,7 @@ from batchspec.conformance.golden.discovery import all_cases
 from batchspec.conformance.golden.errors import GoldenError
 from batchspec.conformance.golden.render import render_case, render_spec
 from batchspec.conformance.golden.runner import run_stored_case
-from batchspec.conformance.golden.store import StoredCase, load_all, load_case
+from batchspec.conformance.golden.verified_read import StoredCase, load_all, load_case
 from batchspec.conformance.run.package_data import ROOT, SPEC
 
 __all__ = [

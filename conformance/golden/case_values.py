@@ -11,7 +11,7 @@ import copy
 import functools
 from typing import Any
 
-from batchspec.conformance.golden.store import load_case
+from batchspec.conformance.golden.verified_read import load_case
 from batchspec.conformance.helpers.inputs import Row
 
 __all__ = ["EXAMPLE", "stored_expected", "stored_inputs", "stored_options", "stored_rows"]
