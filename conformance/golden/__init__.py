@@ -7,7 +7,7 @@ installed): defining, generating, storing, loading and running golden cases. One
   records of ``conformance/run/functions.py``; ``calls`` (the run functions), with ``inputs``
   (building call arguments) and ``loader_script`` (loader scenarios);
 - ``errors``: ``GoldenError`` and the error-type map;
-- ``records`` and ``verified_read``: serialisation, and verified loading (sha256 index, safetensors, JSON);
+- ``file_format`` and ``verified_read``: serialisation, and verified loading (sha256 index, safetensors, JSON);
 - ``case_values``: a stored case's inputs, options and expected output for the conformance checks
   that need them on a live object (``conformance/test_*.py``);
 - ``build`` (generation from the reference) and ``runner`` (a stored case against a backend);

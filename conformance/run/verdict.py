@@ -1,7 +1,7 @@
 """From test results to clause statuses, the release verdict and the run's report, as data
 (``build_report``; report.json and report.md are rendered from it by conformance/run/report.py).
 
-The plugin turns every test's result into a *record* (``conformance/run/records.py``; a plain
+The plugin turns every test's result into a *record* (``conformance/run/result_records.py``; a plain
 dict, so it survives pytest-xdist's transport from the worker processes):
 
 - ``nodeid``; ``cited``: the clause ids the test cites;

@@ -23,7 +23,7 @@ from batchspec.conformance.run.device import (
     placed,
     sample_batch_to,
 )
-from batchspec.conformance.run.records import reproduce_command
+from batchspec.conformance.run.result_records import reproduce_command
 from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC
 
 CPU, META = torch.device("cpu"), torch.device("meta")
