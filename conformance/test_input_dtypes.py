@@ -33,8 +33,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES
 from batchspec.conformance.golden.case_values import stored_inputs
+from batchspec.conformance.golden.key_blame import OUTPUT_CLAUSES
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import assert_raises, assert_tensor_equal, call_valid
 from batchspec.conformance.helpers.inputs import Contract, sample_batch

@@ -131,7 +131,7 @@ def expected_unpad_data(mask: Sequence[Sequence[int]], *, binary: bool) -> tuple
     [unpad-binary, unpad-indexed, unpad-outputs, unpad-precondition].
 
     ``binary`` is the route of the whole mask (a bool mask, or a largest value <= 1:
-    ``batchspec.conformance.golden.blame.binary_mask`` decides it). Every value counts as
+    ``batchspec.conformance.golden.key_blame.binary_mask`` decides it). Every value counts as
     given, negative ones included: ``indices`` are the flat positions of the nonzero entries;
     on the binary route each row with a nonzero entry is one span of its nonzero count (a
     negative entry counts); on the indexed route each row's ids ``1 … max`` that occur are

@@ -11,7 +11,7 @@ line, what a killed run leaves), ``--expectations=FILE`` and ``--strict-expectat
 no example database; conformance/run/hypothesis_profiles.py).
 
 The jobs it hands on: the markers and the citation check (conformance/run/citations.py); a test's
-record (conformance/run/result_records.py) and its blame (conformance/run/blame.py); the report and its files
+record (conformance/run/result_records.py) and its blame (conformance/run/failure_blame.py); the report and its files
 (conformance/run/report.py); collecting the records, the verdict and the exit status, also on a
 usage error or an interrupted run (the ``Recorder``, conformance/run/recorder.py). Statuses and the
 verdict: conformance/run/verdict.py. The exit status is the verdict's: 1 when a MUST clause fails or
@@ -30,10 +30,10 @@ import pytest
 from batchspec.conformance.helpers.asserts import skip
 from batchspec.conformance.multirank.launchers import parse_launchers, plain_nodeid
 from batchspec.conformance.run.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
-from batchspec.conformance.run.blame import note_raised_on_valid_input
 from batchspec.conformance.run.citations import MARKERS, citation_problems, cited_clauses
 from batchspec.conformance.run.device import DeviceOptionError, check_device_option
 from batchspec.conformance.run.expectations import ExpectationsError, load_expectations
+from batchspec.conformance.run.failure_blame import note_raised_on_valid_input
 from batchspec.conformance.run.hypothesis_profiles import load_run_profile
 from batchspec.conformance.run.options import add_backend_option, add_device_option
 from batchspec.conformance.run.ordering import cheap_checks_first

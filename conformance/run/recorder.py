@@ -26,7 +26,7 @@ import pytest
 from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
 from batchspec.conformance.run.backends import Backend
-from batchspec.conformance.run.blame import EVERY_CITED_CLAUSE, SUITE_ERROR
+from batchspec.conformance.run.failure_blame import EVERY_CITED_CLAUSE, SUITE_ERROR
 from batchspec.conformance.run.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, is_worker, run_report, write_report
 from batchspec.conformance.run.result_records import reproduce_command
 from batchspec.conformance.run.stash import BACKEND
