@@ -28,7 +28,9 @@ import torch
 
 from batchspec.conformance.golden.case_values import EXAMPLE, stored_expected, stored_inputs, stored_rows
 from batchspec.conformance.helpers.asserts import assert_tensor_equal, clause_failure
-from batchspec.conformance.helpers.inputs import (
+from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
+from batchspec.conformance.helpers.routes import call_convert, convert_configs
+from batchspec.conformance.helpers.sample_batches import (
     Contract,
     Row,
     assert_batch_unchanged,
@@ -36,8 +38,6 @@ from batchspec.conformance.helpers.inputs import (
     payload_form,
     sample_batch,
 )
-from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
-from batchspec.conformance.helpers.routes import call_convert, convert_configs
 from batchspec.conformance.helpers.storage import shared_storage, tensors_in
 
 

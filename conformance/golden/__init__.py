@@ -4,7 +4,7 @@ installed): defining, generating, storing, loading and running golden cases. One
 - ``api``: the public case API that ``golden/cases/*.py`` import (``Case``, ``rows``, literals);
 - ``discovery``: finding the ``case_*`` functions of ``golden/cases/*.py``;
 - ``adapters``: one adapter per golden target (call, capabilities, key order), derived from the
-  records of ``conformance/run/functions.py``; ``calls`` (the run functions), with ``inputs``
+  records of ``conformance/run/functions.py``; ``calls`` (the run functions), with ``call_arguments``
   (building call arguments) and ``loader_script`` (loader scenarios);
 - ``errors``: ``GoldenError`` and the error-type map;
 - ``file_format`` and ``verified_read``: serialisation, and verified loading (sha256 index, safetensors, JSON);

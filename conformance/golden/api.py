@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from batchspec.conformance.helpers.asserts import Fact, Shape, Value
-from batchspec.conformance.helpers.inputs import Row, packed_row, rows_of
 from batchspec.conformance.helpers.literals import (
     BATCHED_KEYS,
     DOCUMENT_IDS_METADATA_CONTRACT,
@@ -33,6 +32,7 @@ from batchspec.conformance.helpers.literals import (
     int32,
     long,
 )
+from batchspec.conformance.helpers.sample_batches import Row, packed_row, rows_of
 
 __all__ = [
     "BATCHED_KEYS",

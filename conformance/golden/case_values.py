@@ -12,7 +12,7 @@ import functools
 from typing import Any
 
 from batchspec.conformance.golden.verified_read import load_case
-from batchspec.conformance.helpers.inputs import Row
+from batchspec.conformance.helpers.sample_batches import Row
 
 __all__ = ["EXAMPLE", "stored_expected", "stored_inputs", "stored_options", "stored_rows"]
 

@@ -13,9 +13,9 @@ from batchspec.conformance.golden.key_blame import KEY_SET_CLAUSES, blame, defau
 from batchspec.conformance.golden.verified_read import StoredCase
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, assert_keys, assert_raises, check
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
-from batchspec.conformance.helpers.inputs import Row
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import check_canonical_fingerprint, check_exact_resume
+from batchspec.conformance.helpers.sample_batches import Row
 
 __all__ = ["run_stored_case"]
 

@@ -1,6 +1,6 @@
 """Public helpers of the conformance suite, for its checks, the golden case API and a
 backend team's own tests: ``asserts`` (exact comparisons that explain themselves, the clause
-tag of a failure, facts in error messages), ``inputs`` (Zephon ``SampleBatch``es and test
+tag of a failure, facts in error messages), ``sample_batches`` (Zephon ``SampleBatch``es and test
 contracts), ``literals`` (tensor literals and the worked examples' rows), ``strategies``
 (hypothesis), ``datums`` (drawn ``Datum`` cases and their collation), ``routes`` (every output
 route of ``convert_text_batch``), ``fields`` (``TrainingBatch`` comparisons blamed on the

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from batchspec.conformance.helpers.inputs import Contract, sample_batch
+from batchspec.conformance.helpers.sample_batches import Contract, sample_batch
 
 __all__ = [
     "ALWAYS_KEYS",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.helpers.inputs import Row, payload_form, sample_batch
+from batchspec.conformance.helpers.sample_batches import Row, payload_form, sample_batch
 from batchspec.conformance.run.backends import load_backend
 from batchspec.conformance.run.device import (
     DeviceOptionError,

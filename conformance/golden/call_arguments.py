@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from batchspec.conformance.helpers.inputs import Contract, Row, sample_batch
+from batchspec.conformance.helpers.sample_batches import Contract, Row, sample_batch
 
 __all__ = ["build_contract", "build_datum", "build_sample_batch", "payload_changes", "payload_state"]
 
