@@ -1,7 +1,7 @@
 """Golden files (``golden/`` at the repository root; package data ``batchspec.golden`` once
 installed): defining, generating, storing, loading and running golden cases. One concern per module:
 
-- ``api``: the public case API that ``golden/cases/*.py`` import (``Case``, ``rows``, literals);
+- ``api``: the public case API that ``golden/cases/*.py`` import (``Case``, ``text_batch_inputs``, literals);
 - ``discovery``: finding the ``case_*`` functions of ``golden/cases/*.py``;
 - ``adapters``: one adapter per golden target (call, capabilities, key order), derived from the
   records of ``conformance/run/functions.py``; ``calls`` (the run functions), with ``call_arguments``

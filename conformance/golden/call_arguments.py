@@ -29,7 +29,7 @@ def build_contract(spec: Mapping[str, Any] | None) -> Any:
 
 
 def build_sample_batch(rows_in: list[Mapping[str, Any]]):
-    """A real ``SampleBatch`` from ``rows()`` inputs (``batchspec.conformance.golden.api.rows``), record
+    """A real ``SampleBatch`` from ``text_batch_inputs()`` (``batchspec.conformance.golden.api``), record
     options applied."""
     built = [
         Row(

@@ -40,7 +40,7 @@ def stored_options(name: str) -> dict:
 
 
 def stored_rows(name: str = EXAMPLE) -> list[Row]:
-    """The ``convert_text_batch`` rows of golden case ``name`` (``batchspec.conformance.golden.api.rows``
+    """The ``convert_text_batch`` rows of golden case ``name`` (``batchspec.conformance.golden.api.text_batch_inputs``
     inputs) as ``Row``s; record options (field names, tags, extra payloads) are not kept."""
     return [
         Row(
