@@ -23,7 +23,7 @@ from batchspec.bench.workloads import (
     tensor_batch,
     unpacked_batch,
 )
-from batchspec.conformance.helpers.inputs import Contract, payload_form, rows_of, sample_batch
+from batchspec.conformance.helpers.sample_batches import Contract, payload_form, rows_of, sample_batch
 from batchspec.conformance.run.device import sample_batch_to
 
 ROUTES = {

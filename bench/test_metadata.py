@@ -9,7 +9,7 @@ import pytest
 
 from batchspec.bench.test_convert import DOCUMENTS_PER_ROW
 from batchspec.bench.workloads import document_ids_of, pipeline_batch, sweep_rows
-from batchspec.conformance.helpers.inputs import rows_of
+from batchspec.conformance.helpers.sample_batches import rows_of
 
 FUNCTIONS = ("build_packed_sequence_metadata", "get_unpad_data")
 SHAPE = (8, 8192)

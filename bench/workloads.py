@@ -24,8 +24,15 @@ import pytest
 import torch
 
 from batchspec.conformance.helpers.corpus import CorpusTokenizer, corpus_texts
-from batchspec.conformance.helpers.inputs import Row, packed_row, payload_form, row_positions, rows_of, sample_batch
 from batchspec.conformance.helpers.pipelines import corpus_pipeline
+from batchspec.conformance.helpers.sample_batches import (
+    Row,
+    packed_row,
+    payload_form,
+    row_positions,
+    rows_of,
+    sample_batch,
+)
 
 __all__ = [
     "BACKENDS",

@@ -6,7 +6,7 @@
   runs from a checkout;
 - ``properties/``, ``model/``, ``multirank/``: checks of their own kind (hypothesis properties,
   the model-level equivalence checks, the multi-rank checkpoint scenarios), with what they need;
-- ``helpers/``: what the checks build and compare with (asserts, inputs, strategies, layouts,
+- ``helpers/``: what the checks build and compare with (asserts, sample batches, strategies, layouts,
   pipelines), public to a backend team's own tests;
 - ``golden/``: the golden cases' API, store, runner and generation;
 - ``run/``: the run machinery: the pytest plugin (``run/plugin.py``) and what a run goes through,

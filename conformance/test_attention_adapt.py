@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from batchspec.conformance.golden.stored import stored_inputs
+from batchspec.conformance.golden.case_values import stored_inputs
 from batchspec.conformance.helpers.asserts import assert_tensor_equal, check
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from batchspec.conformance.golden.stored import stored_inputs
+from batchspec.conformance.golden.case_values import stored_inputs
 from batchspec.conformance.helpers.asserts import check
-from batchspec.conformance.helpers.inputs import Contract
+from batchspec.conformance.helpers.sample_batches import Contract
 
 
 @pytest.mark.requires("xdoc")

@@ -14,7 +14,7 @@ in the received mapping and left untouched, and nothing returned shares storage 
 share it even when their elements do not overlap.
 
 Inputs are written by hand or, where a golden case holds them, read from that stored case
-(``batchspec.conformance.golden.stored``); the code under test is reached only through the ``backend`` fixture.
+(``batchspec.conformance.golden.case_values``); the code under test is reached only through the ``backend`` fixture.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.golden.stored import EXAMPLE, stored_expected, stored_inputs, stored_rows
+from batchspec.conformance.golden.case_values import EXAMPLE, stored_expected, stored_inputs, stored_rows
 from batchspec.conformance.helpers.asserts import assert_tensor_equal, clause_failure
-from batchspec.conformance.helpers.inputs import (
+from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
+from batchspec.conformance.helpers.routes import call_convert, convert_configs
+from batchspec.conformance.helpers.sample_batches import (
     Contract,
     Row,
     assert_batch_unchanged,
@@ -36,8 +38,6 @@ from batchspec.conformance.helpers.inputs import (
     payload_form,
     sample_batch,
 )
-from batchspec.conformance.helpers.literals import IGNORE_INDEX, long
-from batchspec.conformance.helpers.routes import call_convert, convert_configs
 from batchspec.conformance.helpers.storage import shared_storage, tensors_in
 
 

@@ -18,7 +18,6 @@ import functools
 import pytest
 
 from batchspec.conformance.helpers.asserts import assert_batch_equal, assert_raises, check
-from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import (
     SpyPipeline,
@@ -29,6 +28,7 @@ from batchspec.conformance.helpers.pipelines import (
     saved_after,
     take,
 )
+from batchspec.conformance.helpers.sample_batches import Contract
 
 # --- F17: before start, round trip, iter then load, load after start ------------------------
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.golden.stored import stored_inputs, stored_options
+from batchspec.conformance.golden.case_values import stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import assert_keys, assert_raises, check, clause_failure
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
 from batchspec.conformance.helpers.storage import input_state, state_changes

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from batchspec.conformance.golden.stored import stored_rows
+from batchspec.conformance.golden.case_values import stored_rows
 from batchspec.conformance.helpers.asserts import assert_batch_equal, check, clause_failure
-from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.literals import convert
+from batchspec.conformance.helpers.sample_batches import Contract
 
 
 @pytest.mark.requires("contract_types")

@@ -16,10 +16,10 @@ import copy
 import numpy as np
 import pytest
 
-from batchspec.conformance.golden.stored import stored_rows
+from batchspec.conformance.golden.case_values import stored_rows
 from batchspec.conformance.helpers.asserts import assert_batch_equal, assert_raises, check
-from batchspec.conformance.helpers.inputs import Contract, Row, describe_rows, packed_row, sample_batch
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, convert
+from batchspec.conformance.helpers.sample_batches import Contract, Row, describe_rows, packed_row, sample_batch
 
 
 @pytest.mark.requires("convert_text_batch")

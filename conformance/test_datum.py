@@ -22,8 +22,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batchspec.conformance.golden.inputs import build_datum
-from batchspec.conformance.golden.stored import stored_inputs, stored_options
+from batchspec.conformance.golden.call_arguments import build_datum
+from batchspec.conformance.golden.case_values import stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import (
     assert_batch_equal,
     assert_keys,

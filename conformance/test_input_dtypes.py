@@ -33,12 +33,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES
-from batchspec.conformance.golden.stored import stored_inputs
+from batchspec.conformance.golden.case_values import stored_inputs
+from batchspec.conformance.golden.key_blame import OUTPUT_CLAUSES
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import assert_raises, assert_tensor_equal, call_valid
-from batchspec.conformance.helpers.inputs import Contract, sample_batch
 from batchspec.conformance.helpers.invariants import CONVERTED_BATCH_CLAUSES, check_converted_batch
+from batchspec.conformance.helpers.sample_batches import Contract, sample_batch
 
 TORCH_PAYLOAD_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 NUMPY_PAYLOAD_DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)

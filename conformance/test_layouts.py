@@ -38,7 +38,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.inputs import Contract, Row, payload_form, sample_batch, with_token_field
 from batchspec.conformance.helpers.layout_relation import (
     compare,
     describe_inputs,
@@ -46,6 +45,7 @@ from batchspec.conformance.helpers.layout_relation import (
     lay_out,
     tensor_function,
 )
+from batchspec.conformance.helpers.sample_batches import Contract, Row, payload_form, sample_batch, with_token_field
 
 # --- get_unpad_data / build_packed_sequence_metadata -------------------------------------------
 

@@ -14,9 +14,9 @@ import pytest
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
 from batchspec.conformance.helpers.asserts import Value, assert_raises, call_valid, check
-from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import RecordingPipeline, corpus_pipeline
+from batchspec.conformance.helpers.sample_batches import Contract, packed_row, sample_batch
 
 
 def three_batches():

@@ -25,7 +25,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batchspec.conformance.golden.blame import binary_mask, blame
+from batchspec.conformance.golden.key_blame import binary_mask, blame
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import assert_tensor_equal, call_valid, clause_failure
 from batchspec.conformance.helpers.invariants import expected_packed_metadata, expected_unpad_data

@@ -16,10 +16,10 @@ import torch
 
 from batchspec.conformance.helpers.asserts import check
 from batchspec.conformance.helpers.corpus import BOS_ID, EOS_ID, CorpusTokenizer, corpus_bytes
-from batchspec.conformance.helpers.inputs import Contract, rows_of
 from batchspec.conformance.helpers.invariants import check_converted_batch
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import corpus_pipeline
+from batchspec.conformance.helpers.sample_batches import Contract, rows_of
 
 SEQ_LEN = 1024
 

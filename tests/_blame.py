@@ -1,5 +1,5 @@
 """Running stored golden cases against the reference with one output key changed, for the tests of
-``conformance/golden/blame.py`` (``tests/unit/test_golden_blame.py`` and
+``conformance/golden/key_blame.py`` (``tests/unit/test_golden_blame.py`` and
 ``tests/runs/test_golden_blame_metadata.py``).
 """
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from batchspec import reference
-from batchspec.conformance.golden.blame import cited_clauses
+from batchspec.conformance.golden.key_blame import cited_clauses
 from batchspec.conformance.golden.runner import run_stored_case
 from batchspec.conformance.helpers.asserts import ClauseFailure
 

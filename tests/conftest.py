@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from _suite import BackgroundRun, long_run, long_runs_last, start_long_runs, stop_long_runs
 
-from batchspec.conformance.golden.store import load_all
+from batchspec.conformance.golden.verified_read import load_all
 from batchspec.conformance.tools import goldens
 
 # fixture name -> the conformance run's arguments. The vectorized run leaves out the multi-rank

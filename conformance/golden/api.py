@@ -1,6 +1,6 @@
 """The public case API: everything a ``golden/cases/<area>.py`` module imports.
 
-``Case`` (one golden case) and ``rows`` (``convert_text_batch`` inputs) are defined here; the
+``Case`` (one golden case) and ``text_batch_inputs`` (``convert_text_batch`` inputs) are defined here; the
 rest re-exports the suite's helpers under public names: tensor literals (``long``, ``int32``,
 ``f32``, ``bools``, ``block_mask``), the SPEC's constants (``IGNORE_INDEX`` = -100,
 ``THD_PAD`` = -1000, ``PAD_TOKEN_IDS_KEY``), packed rows (``Row``, ``packed_row``, ``rows_of``), error
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from batchspec.conformance.helpers.asserts import Fact, Shape, Value
-from batchspec.conformance.helpers.inputs import Row, packed_row, rows_of
 from batchspec.conformance.helpers.literals import (
     BATCHED_KEYS,
     DOCUMENT_IDS_METADATA_CONTRACT,
@@ -33,6 +32,7 @@ from batchspec.conformance.helpers.literals import (
     int32,
     long,
 )
+from batchspec.conformance.helpers.sample_batches import Row, packed_row, rows_of
 
 __all__ = [
     "BATCHED_KEYS",
@@ -58,7 +58,7 @@ __all__ = [
     "long",
     "packed_row",
     "random_run_ids",
-    "rows",
+    "text_batch_inputs",
     "rows_of",
 ]
 
@@ -110,7 +110,7 @@ class Case:
         return "canon" if self.expected is not None or self.error is not None else "generated"
 
 
-def rows(*rows: Row | Mapping[str, Any], **common: Any) -> dict[str, Any]:
+def text_batch_inputs(*rows: Row | Mapping[str, Any], **common: Any) -> dict[str, Any]:
     """``convert_text_batch`` inputs: each ``Row`` (or ``{"row": Row, <record options>}``)
     becomes ``{"tokens": int64, "positions": int64 | None, "padding_length": int | None, ...}``.
     Record options: ``field`` (token field name), ``payload_dtype`` ("int32": torch payloads),

@@ -13,7 +13,7 @@ from batchspec.conformance.golden.adapters import adapter, call, capabilities_of
 from batchspec.conformance.golden.api import Case
 from batchspec.conformance.golden.discovery import all_cases
 from batchspec.conformance.golden.errors import GoldenError, error_record, error_type
-from batchspec.conformance.golden.records import case_files, index_bytes, plain, split
+from batchspec.conformance.golden.file_format import case_files, index_bytes, plain, split
 from batchspec.conformance.helpers.asserts import assert_equal, assert_keys, assert_raises
 from batchspec.conformance.run.spec import spec_version
 

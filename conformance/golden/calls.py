@@ -12,15 +12,15 @@ from types import SimpleNamespace
 
 import torch
 
-from batchspec.conformance.golden.inputs import (
+from batchspec.conformance.golden.call_arguments import (
     build_contract,
     build_datum,
     build_sample_batch,
     payload_changes,
     payload_state,
 )
-from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.sample_batches import Contract
 from batchspec.conformance.helpers.state_script import run_state_script
 from batchspec.conformance.helpers.storage import tensors_in
 

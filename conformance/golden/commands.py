@@ -18,7 +18,7 @@ from batchspec.conformance.golden.build import all_files
 from batchspec.conformance.golden.discovery import all_cases
 from batchspec.conformance.golden.errors import GoldenError
 from batchspec.conformance.golden.render import render_spec
-from batchspec.conformance.golden.store import load_all
+from batchspec.conformance.golden.verified_read import load_all
 from batchspec.conformance.run.package_data import REGENERATE, ROOT, SPEC
 
 __all__ = ["check", "main", "regenerate"]

@@ -7,8 +7,13 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from batchspec.conformance.golden.call_arguments import (
+    build_contract,
+    build_sample_batch,
+    payload_changes,
+    payload_state,
+)
 from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.golden.inputs import build_contract, build_sample_batch, payload_changes, payload_state
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import RecordingPipeline
 

@@ -1,4 +1,4 @@
-"""Running a stored case (``batchspec.conformance.golden.store``) against the backend under test, with
+"""Running a stored case (``batchspec.conformance.golden.verified_read``) against the backend under test, with
 the suite's own asserts (conformance/helpers/asserts.py)."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from batchspec.conformance.golden.adapters import adapter, call
-from batchspec.conformance.golden.blame import KEY_SET_CLAUSES, blame, default_collater_blame, error_clauses
 from batchspec.conformance.golden.errors import error_from_record
-from batchspec.conformance.golden.store import StoredCase
+from batchspec.conformance.golden.key_blame import KEY_SET_CLAUSES, blame, default_collater_blame, error_clauses
+from batchspec.conformance.golden.verified_read import StoredCase
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, assert_keys, assert_raises, check
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
-from batchspec.conformance.helpers.inputs import Row
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import check_canonical_fingerprint, check_exact_resume
+from batchspec.conformance.helpers.sample_batches import Row
 
 __all__ = ["run_stored_case"]
 
@@ -145,7 +145,7 @@ def run_stored_case(impl: Any, case: StoredCase) -> None:
     A ``convert_text_batch`` output, and each batch a loader scenario converts, is compared
     field by field and blamed on the clauses of the first field that differs
     (``conformance/helpers/fields.py``), its key set on [tb-keys]; any other mapping output key
-    by key, blamed on that key's clauses (``conformance/golden/blame.py``); a modified input on
+    by key, blamed on that key's clauses (``conformance/golden/key_blame.py``); a modified input on
     the function's no-mutation clause; anything else on the case's clauses. A checkpoint-state
     case that fails is checked for the canonical fingerprint (``check_canonical_fingerprint``,
     once per backend): the cases store whole envelopes, so a fingerprint computed another way is

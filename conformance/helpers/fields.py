@@ -26,7 +26,7 @@ from batchspec.conformance.helpers.asserts import (
     clause_failure,
     summary,
 )
-from batchspec.conformance.helpers.inputs import Row, row_positions, unpacked_row
+from batchspec.conformance.helpers.sample_batches import Row, row_positions, unpacked_row
 from batchspec.conformance.run.spec import spec_field_clauses, split_citation
 
 __all__ = [

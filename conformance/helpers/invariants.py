@@ -23,8 +23,8 @@ import torch
 
 from batchspec.conformance.helpers.asserts import assert_tensor_equal, clause_failure, summary
 from batchspec.conformance.helpers.fields import label_clauses, label_targets
-from batchspec.conformance.helpers.inputs import Row, row_positions
 from batchspec.conformance.helpers.literals import THD_PAD
+from batchspec.conformance.helpers.sample_batches import Row, row_positions
 
 __all__ = [
     "BASE_KEYS",
@@ -131,7 +131,7 @@ def expected_unpad_data(mask: Sequence[Sequence[int]], *, binary: bool) -> tuple
     [unpad-binary, unpad-indexed, unpad-outputs, unpad-precondition].
 
     ``binary`` is the route of the whole mask (a bool mask, or a largest value <= 1:
-    ``batchspec.conformance.golden.blame.binary_mask`` decides it). Every value counts as
+    ``batchspec.conformance.golden.key_blame.binary_mask`` decides it). Every value counts as
     given, negative ones included: ``indices`` are the flat positions of the nonzero entries;
     on the binary route each row with a nonzero entry is one span of its nonzero count (a
     negative entry counts); on the indexed route each row's ids ``1 … max`` that occur are
@@ -232,7 +232,7 @@ def check_converted_batch(
 
     ``check_converted_batch(out, rows, ...)`` is equivalent to asserting, for the expected
     fields computed in plain Python from ``rows`` (``Row`` objects; see
-    ``batchspec.conformance.helpers.inputs.rows_of`` for a ``SampleBatch``):
+    ``batchspec.conformance.helpers.sample_batches.rows_of`` for a ``SampleBatch``):
 
     * I1: every field is present with its ``[B, S]`` shape ([tb-shapes], ``attention_mask``
       ``[B, 1, S, S]`` for ``"block_causal"``) and its table dtype ([tb-dtypes]);

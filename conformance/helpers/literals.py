@@ -2,14 +2,14 @@
 (through the public case API, ``batchspec.conformance.golden.api``) by ``golden/cases/*.py``.
 
 Hand-written expected values live in ``golden/cases/`` only; a conformance check that needs a
-golden case's input on a live object reads it from the stored case (``batchspec.conformance.golden.stored``).
+golden case's input on a live object reads it from the stored case (``batchspec.conformance.golden.case_values``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from batchspec.conformance.helpers.inputs import Contract, sample_batch
+from batchspec.conformance.helpers.sample_batches import Contract, sample_batch
 
 __all__ = [
     "ALWAYS_KEYS",

@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 from batchspec.conformance.helpers.asserts import clause_failure, valid_input
-from batchspec.conformance.helpers.inputs import describe_rows
 from batchspec.conformance.helpers.literals import ALWAYS_KEYS, BATCHED_KEYS, METADATA_KEYS, THD_KEYS
 from batchspec.conformance.helpers.literals import convert as convert_rows
+from batchspec.conformance.helpers.sample_batches import describe_rows
 
 __all__ = ["BATCHED_ROUTE_KEYS", "THD_ROUTE_KEYS", "TOKEN_KEYS", "assert_same_keys", "convert"]
 

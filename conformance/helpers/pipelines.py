@@ -206,7 +206,7 @@ def other_stages_pipeline(scratch):
 def make_loader(backend, pipeline):
     """The backend's ``ZephonDataLoader`` over ``pipeline`` with ``row_indices`` as
     ``convert_batch`` and the default contract: the F16-F18 setup of the state checks."""
-    from batchspec.conformance.helpers.inputs import Contract
+    from batchspec.conformance.helpers.sample_batches import Contract
 
     return backend.ZephonDataLoader(pipeline, row_indices, packing_contract=Contract())
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from batchspec.conformance.helpers.inputs import Contract, Row, describe_rows, payload_form, sample_batch
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.sample_batches import Contract, Row, describe_rows, payload_form, sample_batch
 
 __all__ = ["call_convert", "convert_configs"]
 

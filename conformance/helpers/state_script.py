@@ -69,8 +69,8 @@ from batchspec.conformance.helpers.envelope import (
     raw_body,
     version_of,
 )
-from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.pipelines import SpyPipeline, index_pipeline, row_indices, zephon_catalog
+from batchspec.conformance.helpers.sample_batches import Contract
 
 __all__ = ["BAD_ARGUMENTS", "CHECKS", "CORRUPTIONS", "run_state_script"]
 

@@ -1,6 +1,6 @@
 """Hypothesis strategies for the conformance suite: packed rows, packed batches, id masks.
 
-Every strategy builds inputs the way Zephon 0.2.0 emits them (``batchspec.conformance.helpers.inputs``) and
+Every strategy builds inputs the way Zephon 0.2.0 emits them (``batchspec.conformance.helpers.sample_batches``) and
 never asserts. Sizes are capped by module constants that environment variables override:
 
 * ``BATCHSPEC_MAX_BATCH`` (default 16): the most rows in a drawn batch or mask (a backend
@@ -37,8 +37,15 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from batchspec.conformance.helpers.inputs import TOKEN_FIELDS, Contract, Row, describe_rows, packed_row, row_positions
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.sample_batches import (
+    TOKEN_FIELDS,
+    Contract,
+    Row,
+    describe_rows,
+    packed_row,
+    row_positions,
+)
 
 __all__ = [
     "BEYOND_INT64",

@@ -19,8 +19,8 @@ from pathlib import Path
 from zephon import SampleBatch
 
 from batchspec.conformance.helpers.corpus import PAD_ID, CorpusTokenizer, corpus_texts
-from batchspec.conformance.helpers.inputs import Row, packed_row, sample_batch
 from batchspec.conformance.helpers.pipelines import corpus_pipeline
+from batchspec.conformance.helpers.sample_batches import Row, packed_row, sample_batch
 
 __all__ = ["PIPELINE_SHAPES", "UNPACKED_LENGTH", "ModelBatch", "packed_batches", "unpacked_batches"]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from batchspec.conformance.helpers.inputs import Row, row_positions, rows_of, unpacked_row
+from batchspec.conformance.helpers.sample_batches import Row, row_positions, rows_of, unpacked_row
 from batchspec.conformance.model.data import ModelBatch
 
 __all__ = ["IMAGE_AT", "IMAGE_GRID", "Document", "documents", "mrope_positions", "padded_rows"]

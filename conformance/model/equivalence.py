@@ -25,7 +25,7 @@ whose substitution removes the mismatch (``field_clauses``; ``labels`` per eleme
 
 
 The pieces: ``routes.py`` (``ROUTES``), ``documents.py`` (each document alone, from the input
-records), ``evaluation.py`` (the comparison and its tolerances, ``TOLERANCES``), ``blame.py``
+records), ``evaluation.py`` (the comparison and its tolerances, ``TOLERANCES``), ``mismatch_blame.py``
 (which keys explain a mismatch).
 """
 
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchspec.conformance.model import wiring
-from batchspec.conformance.model.blame import blame
 from batchspec.conformance.model.data import ModelBatch
 from batchspec.conformance.model.documents import documents, padded_rows
 from batchspec.conformance.model.evaluation import Mismatch, convert_route, evaluate, worse
+from batchspec.conformance.model.mismatch_blame import blame
 from batchspec.conformance.model.models import Model
 from batchspec.conformance.model.routes import Route, route_batches
 

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from batchspec import reference
-from batchspec.conformance.helpers.inputs import Row
+from batchspec.conformance.helpers.sample_batches import Row
 from batchspec.conformance.model import wiring
 from batchspec.conformance.model.data import ModelBatch
 from batchspec.conformance.model.documents import Document, documents, mrope_positions, padded_rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from batchspec.conformance.helpers.inputs import Contract
+from batchspec.conformance.helpers.sample_batches import Contract
 from batchspec.conformance.model import wiring
 from batchspec.conformance.model.data import ModelBatch, packed_batches, unpacked_batches
 

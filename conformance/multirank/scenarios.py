@@ -114,8 +114,8 @@ def build_pipeline(group: Group, params: dict, run_id: str):
 
 
 def _loader(backend, group: Group, params: dict, run_id: str):
-    from batchspec.conformance.helpers.inputs import Contract
     from batchspec.conformance.helpers.pipelines import row_indices
+    from batchspec.conformance.helpers.sample_batches import Contract
 
     contract = Contract()
     if params["data"] == "corpus":

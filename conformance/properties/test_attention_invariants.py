@@ -25,7 +25,7 @@ from batchspec.conformance.helpers.asserts import (
     call_valid,
     clause_failure,
 )
-from batchspec.conformance.helpers.inputs import (
+from batchspec.conformance.helpers.sample_batches import (
     Contract,
 )
 

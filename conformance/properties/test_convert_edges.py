@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_raises, call_valid
-from batchspec.conformance.helpers.inputs import Row, sample_batch, unpacked_row
 from batchspec.conformance.helpers.invariants import CONVERTED_BATCH_CLAUSES, check_converted_batch
+from batchspec.conformance.helpers.sample_batches import Row, sample_batch, unpacked_row
 
 
 def _raises(error_type, facts, function, *args, clause: str, call: str) -> None:

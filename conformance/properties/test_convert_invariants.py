@@ -19,7 +19,12 @@ from batchspec import reference
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import check, valid_input
 from batchspec.conformance.helpers.fields import assert_training_batch_equal, label_targets
-from batchspec.conformance.helpers.inputs import (
+from batchspec.conformance.helpers.invariants import (
+    CONVERTED_BATCH_CLAUSES,
+    check_converted_batch,
+)
+from batchspec.conformance.helpers.literals import IGNORE_INDEX
+from batchspec.conformance.helpers.sample_batches import (
     Contract,
     assert_batch_unchanged,
     batch_state,
@@ -28,11 +33,6 @@ from batchspec.conformance.helpers.inputs import (
     sample_batch,
     with_token_field,
 )
-from batchspec.conformance.helpers.invariants import (
-    CONVERTED_BATCH_CLAUSES,
-    check_converted_batch,
-)
-from batchspec.conformance.helpers.literals import IGNORE_INDEX
 
 
 @pytest.mark.clause(*CONVERTED_BATCH_CLAUSES)

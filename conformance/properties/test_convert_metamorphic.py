@@ -34,7 +34,6 @@ from batchspec.conformance.helpers.fields import (
     label_targets,
     relation_label_clauses,
 )
-from batchspec.conformance.helpers.inputs import Row, describe_rows
 from batchspec.conformance.helpers.invariants import expected_thd_lengths
 from batchspec.conformance.helpers.literals import (
     IGNORE_INDEX,
@@ -47,6 +46,7 @@ from batchspec.conformance.helpers.metamorphic import (
     assert_same_keys,
     convert,
 )
+from batchspec.conformance.helpers.sample_batches import Row, describe_rows
 
 # Ignore indices that no token drawn in this module takes, so that ``labels == ignore_index``
 # identifies exactly the masked labels (tokens may still be 0, 7, 99999: other ignore indices).

@@ -26,7 +26,6 @@ from batchspec.conformance.helpers.fields import (
     label_targets,
     relation_label_clauses,
 )
-from batchspec.conformance.helpers.inputs import Row, describe_rows, row_positions
 from batchspec.conformance.helpers.literals import (
     THD_PAD,
 )
@@ -35,6 +34,7 @@ from batchspec.conformance.helpers.metamorphic import (
     assert_same_keys,
     convert,
 )
+from batchspec.conformance.helpers.sample_batches import Row, describe_rows, row_positions
 
 # -- 3. more padding --------------------------------------------------------------------
 

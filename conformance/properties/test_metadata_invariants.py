@@ -15,7 +15,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batchspec.conformance.golden.blame import binary_mask, blame
+from batchspec.conformance.golden.key_blame import binary_mask, blame
 from batchspec.conformance.helpers import strategies as cs
 from batchspec.conformance.helpers.asserts import assert_tensor_equal, clause_failure
 from batchspec.conformance.helpers.invariants import (

@@ -115,7 +115,7 @@ def _tagging(function: Any, name: str) -> Any:
     """``function`` (the backend's ``name``), its exceptions tagged with ``name`` (``raised_in``),
     and torch's process-wide settings put back after each call (conformance/run/torch_state.py).
     Whether such an exception is blamed as raised on a valid input is decided when it fails the
-    test (conformance/run/blame.py, ``note_raised_on_valid_input``): an error check that catches it
+    test (conformance/run/failure_blame.py, ``note_raised_on_valid_input``): an error check that catches it
     had an input with a fault."""
 
     @functools.wraps(function)

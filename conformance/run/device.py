@@ -63,7 +63,7 @@ import torch
 from zephon import SampleBatch
 
 from batchspec.conformance.helpers.asserts import clause_failure
-from batchspec.conformance.helpers.inputs import TOKEN_FIELDS
+from batchspec.conformance.helpers.sample_batches import TOKEN_FIELDS
 from batchspec.conformance.run.functions import BY_TOKEN_FIELDS, FUNCTIONS, placed_functions
 
 if TYPE_CHECKING:

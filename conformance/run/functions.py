@@ -15,7 +15,7 @@ profile and signature (``spec_signatures``) and the clause that lists the functi
   it (``conformance/run/backends.py``, ``CAPABILITIES``): always, or only with some options (such
   a capability is never inferred from the exported names alone);
 * ``output_clauses`` / ``key_set_clauses``: the clauses a differing output key breaks, and the
-  clauses that define the output's key set (``conformance/golden/blame.py``);
+  clauses that define the output's key set (``conformance/golden/key_blame.py``);
 * ``no_mutation``: the clauses a modified input breaks, when a golden case reports one
   (SPEC.md's no-mutation clauses; empty where SPEC names none for the function);
 * ``goldens``: how golden cases call it (derived in ``conformance/golden/adapters.py``), one

@@ -11,7 +11,7 @@ line, what a killed run leaves), ``--expectations=FILE`` and ``--strict-expectat
 no example database; conformance/run/hypothesis_profiles.py).
 
 The jobs it hands on: the markers and the citation check (conformance/run/citations.py); a test's
-record (conformance/run/records.py) and its blame (conformance/run/blame.py); the report and its files
+record (conformance/run/result_records.py) and its blame (conformance/run/failure_blame.py); the report and its files
 (conformance/run/report.py); collecting the records, the verdict and the exit status, also on a
 usage error or an interrupted run (the ``Recorder``, conformance/run/recorder.py). Statuses and the
 verdict: conformance/run/verdict.py. The exit status is the verdict's: 1 when a MUST clause fails or
@@ -30,15 +30,14 @@ import pytest
 from batchspec.conformance.helpers.asserts import skip
 from batchspec.conformance.multirank.launchers import parse_launchers, plain_nodeid
 from batchspec.conformance.run.backends import CAPABILITIES, Backend, BackendError, available_backends, load_backend
-from batchspec.conformance.run.blame import note_raised_on_valid_input
 from batchspec.conformance.run.citations import MARKERS, citation_problems, cited_clauses
 from batchspec.conformance.run.device import DeviceOptionError, check_device_option
 from batchspec.conformance.run.expectations import ExpectationsError, load_expectations
+from batchspec.conformance.run.failure_blame import note_raised_on_valid_input
 from batchspec.conformance.run.hypothesis_profiles import load_run_profile
 from batchspec.conformance.run.options import add_backend_option, add_device_option
 from batchspec.conformance.run.ordering import cheap_checks_first
 from batchspec.conformance.run.recorder import Recorder
-from batchspec.conformance.run.records import NOT_SUPPORTED, global_state_record, record_of, reproduce_command
 from batchspec.conformance.run.report import (
     REPORT_JSON,
     REPORT_MD,
@@ -48,6 +47,7 @@ from batchspec.conformance.run.report import (
     suite_version,
     write_report,
 )
+from batchspec.conformance.run.result_records import NOT_SUPPORTED, global_state_record, record_of, reproduce_command
 from batchspec.conformance.run.spec import spec_clauses, spec_version
 from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS, SELECTED_LAUNCHERS, STATE_CHANGES
 from batchspec.conformance.run.torch_state import guarding_test
@@ -336,7 +336,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """torch's process-wide settings are put back after the test, and a change the backend made
-    is kept for the test's [global-state] record (conformance/run/torch_state.py, records.py)."""
+    is kept for the test's [global-state] record (conformance/run/torch_state.py, result_records.py)."""
     changes: list[str] = []
     item.stash[STATE_CHANGES] = changes
     with guarding_test(changes):

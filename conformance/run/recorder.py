@@ -1,5 +1,5 @@
 """The ``Recorder`` plugin (registered by conformance/run/plugin.py): it collects every test's record
-(conformance/run/records.py) where pytest reports results, logs each to ``results.jsonl`` as it
+(conformance/run/result_records.py) where pytest reports results, logs each to ``results.jsonl`` as it
 arrives, and at the end computes the verdict, writes the report (conformance/run/report.py) and
 sets the exit status.
 
@@ -26,9 +26,9 @@ import pytest
 from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
 from batchspec.conformance.run.backends import Backend
-from batchspec.conformance.run.blame import EVERY_CITED_CLAUSE, SUITE_ERROR
-from batchspec.conformance.run.records import reproduce_command
+from batchspec.conformance.run.failure_blame import EVERY_CITED_CLAUSE, SUITE_ERROR
 from batchspec.conformance.run.report import REPORT_JSON, REPORT_MD, RESULTS_LOG, is_worker, run_report, write_report
+from batchspec.conformance.run.result_records import reproduce_command
 from batchspec.conformance.run.stash import BACKEND
 
 __all__ = ["CTRL_C", "WORKER_GRACE_S", "Recorder", "Terminated"]
@@ -155,7 +155,7 @@ class Recorder:
         if report.when == "setup" and hasattr(report, "batchspec_cited"):
             self.cited[plain_nodeid(report.nodeid)] = report.batchspec_cited
         if getattr(report, "batchspec_global_state", None) is not None:
-            self._keep(report.batchspec_global_state)  # the backend changed torch's settings (records.py)
+            self._keep(report.batchspec_global_state)  # the backend changed torch's settings (result_records.py)
         record = getattr(report, "batchspec_record", None)
         if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
             record = self._crash_record(report)  # pytest-xdist: the worker died running the test

@@ -16,7 +16,7 @@ worker configures its own, from the same options.
 
 One key is a test's, on ``item.stash``: ``STATE_CHANGES``, the changes to torch's process-wide
 settings the backend made during the test's call phase (set by ``pytest_runtest_call``,
-conformance/run/plugin.py; read for the test's [global-state] record, conformance/run/records.py).
+conformance/run/plugin.py; read for the test's [global-state] record, conformance/run/result_records.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ contract function (``guard_call``: conformance/run/backends.py wraps every funct
 catches a change made by a method of the contract's classes, the loader's, or a thread of the
 backend's), puts back whatever changed, and reports the change as a failure of
 [global-state], a SHOULD clause (a warning, never a failed verdict), of the test whose call
-made it (a record of its own beside the test's: conformance/run/records.py). Later tests run as
+made it (a record of its own beside the test's: conformance/run/result_records.py). Later tests run as
 if nothing had happened.
 
 Read: the default dtype, the default device (``torch.set_default_device``), grad mode, the
@@ -199,7 +199,7 @@ def guarding_test(found: list[str]) -> Iterator[None]:
     and each change that a call into the backend made (``guard_call``) or left there is appended
     to ``found`` and warned about (``GlobalStateWarning``). The test's own outcome is untouched:
     its checks are judged on their clauses, the change on [global-state] (its own record:
-    conformance/run/records.py, ``global_state_record``)."""
+    conformance/run/result_records.py, ``global_state_record``)."""
     before = snapshot()
     _changed.clear()
     try:

@@ -1,7 +1,7 @@
 """From test results to clause statuses, the release verdict and the run's report, as data
 (``build_report``; report.json and report.md are rendered from it by conformance/run/report.py).
 
-The plugin turns every test's result into a *record* (``conformance/run/records.py``; a plain
+The plugin turns every test's result into a *record* (``conformance/run/result_records.py``; a plain
 dict, so it survives pytest-xdist's transport from the worker processes):
 
 - ``nodeid``; ``cited``: the clause ids the test cites;
@@ -9,7 +9,7 @@ dict, so it survives pytest-xdist's transport from the worker processes):
   ``not supported``, ``skipped`` or ``suite error``;
 - ``blamed``: the clauses a failure is blamed on (the ``ClauseFailure``'s clauses, the clause
   listing a contract function's faults when it raised on a valid input, else every cited
-  clause); ``blame``: how, a list of ``conformance.run.blame.BLAME_KINDS``; ``expectation``: the
+  clause); ``blame``: how, a list of ``conformance.run.failure_blame.BLAME_KINDS``; ``expectation``: the
   index of the ``--expectations`` entry that matched;
 - ``message``, ``reproduce`` (a command that reruns the test alone) and ``hypothesis`` (the
   ``@reproduce_failure`` line of a property test's failure, when it printed one).
@@ -324,7 +324,7 @@ def _failure_entries(records: Sequence[Mapping]) -> list[dict]:
             "nodeid": r["nodeid"],
             "outcome": r["outcome"],
             "clauses": sorted(r.get("blamed") or ()),
-            "blame": r.get("blame", []),  # how: conformance/run/blame.py, BLAME_KINDS
+            "blame": r.get("blame", []),  # how: conformance/run/failure_blame.py, BLAME_KINDS
             "message": r.get("message", ""),
             "reproduce": r.get("reproduce", ""),
             **({"hypothesis": r["hypothesis"]} if r.get("hypothesis") else {}),

@@ -25,14 +25,14 @@ from __future__ import annotations
 import sys
 
 from batchspec.conformance.golden.adapters import call, capabilities_of
-from batchspec.conformance.golden.api import Case, rows
+from batchspec.conformance.golden.api import Case, text_batch_inputs
 from batchspec.conformance.golden.build import build_files
 from batchspec.conformance.golden.commands import check, main, regenerate
 from batchspec.conformance.golden.discovery import all_cases
 from batchspec.conformance.golden.errors import GoldenError
 from batchspec.conformance.golden.render import render_case, render_spec
 from batchspec.conformance.golden.runner import run_stored_case
-from batchspec.conformance.golden.store import StoredCase, load_all, load_case
+from batchspec.conformance.golden.verified_read import StoredCase, load_all, load_case
 from batchspec.conformance.run.package_data import ROOT, SPEC
 
 __all__ = [
@@ -52,7 +52,7 @@ __all__ = [
     "regenerate",
     "render_case",
     "render_spec",
-    "rows",
+    "text_batch_inputs",
     "run_stored_case",
 ]
 

@@ -16,7 +16,7 @@ from batchspec.conformance.golden.api import (
     Case,
     Row,
     packed_row,
-    rows,
+    text_batch_inputs,
 )
 
 CORE = (*CONVERT_CLAUSES, "ctb-no-mutation")
@@ -63,7 +63,7 @@ def case_boundary_sizes():
                     clauses=CORE + clauses,
                     description=f"{shape.replace('_', ' ')}, B={batch_size}, S={length - 1}, {variant}",
                     function="convert_text_batch",
-                    inputs=rows(*batch),
+                    inputs=text_batch_inputs(*batch),
                     options=dict(options),
                 )
             )
@@ -82,7 +82,7 @@ def case_s1_and_one_row():
                 clauses=CORE + clauses,
                 description=f"S = 1, B={len(batch)}, {variant}",
                 function="convert_text_batch",
-                inputs=rows(*batch),
+                inputs=text_batch_inputs(*batch),
                 options=dict(options),
             )
         )
@@ -107,7 +107,7 @@ def case_unpacked_generated():
                 clauses=("unpacked-padding", "unpacked-same-route") + CORE,
                 description=f"unpacked records padded to {target}, {options}",
                 function="convert_text_batch",
-                inputs=rows(*batch),
+                inputs=text_batch_inputs(*batch),
                 options=options,
             )
         )

@@ -29,7 +29,7 @@ REPEAT = {"n": 4, "chunk_size": 4, "policy": "repeat"}  # F16 endless
 ZERO_CALLS = {"iter": 0, "checkpoint": 0}
 
 
-def rows(*indices: int) -> list[list[int]]:
+def one_row_batches(*indices: int) -> list[list[int]]:
     """The batches of a ``batch(1)`` stream: one row index each."""
     return [[i] for i in indices]
 
@@ -105,7 +105,7 @@ def case_load_empty_on_fresh_loader():
             ("state", ""),
             ("calls", ZERO_CALLS),
             ("load_arg:empty", None),
-            ("rest", rows(*range(10))),
+            ("rest", one_row_batches(*range(10))),
         ],
     )
 
@@ -119,13 +119,13 @@ def case_roundtrip_and_resume():
         {"A": A},
         [
             *save_after("A", 5),
-            ("rest", rows(5, 6, 7, 8, 9)),
+            ("rest", one_row_batches(5, 6, 7, 8, 9)),
             ("new:A", None),
             ("load:S", None),
             ("same:S", True),
             ("calls", ZERO_CALLS),
             ("same:S", True),
-            ("rest", rows(5, 6, 7, 8, 9)),
+            ("rest", one_row_batches(5, 6, 7, 8, 9)),
         ],
     )
 
@@ -144,12 +144,12 @@ def case_load_twice():
             ("load:S2", None),
             ("load:S7", None),
             ("same:S7", True),
-            ("rest", rows(7, 8, 9)),
+            ("rest", one_row_batches(7, 8, 9)),
             ("new:A", None),
             ("load:S7", None),
             ("load:S2", None),
             ("same:S2", True),
-            ("rest", rows(*range(2, 10))),
+            ("rest", one_row_batches(*range(2, 10))),
         ],
     )
 
@@ -186,7 +186,7 @@ def case_load_after_start():
             ("load:S", raised("RuntimeError")),
             ("load_arg:empty", raised("RuntimeError")),
             *nexts(1),
-            ("rest", rows(*range(2, 10))),
+            ("rest", one_row_batches(*range(2, 10))),
             ("load:S", raised("RuntimeError")),
             ("close", None),
             ("load:S", raised("RuntimeError")),
@@ -207,7 +207,7 @@ def case_iter_then_load():
             ("calls", ZERO_CALLS),
             ("load:S", None),
             ("iter", True),
-            ("rest", rows(5, 6, 7, 8, 9)),
+            ("rest", one_row_batches(5, 6, 7, 8, 9)),
         ],
     )
 
@@ -233,7 +233,7 @@ def case_load_after_start_comes_first():
                 for how in ("foreign", "version_0", "drop_last_byte", "flip_body_byte", "body_not_json")
             ],
             ("load:S", raised("RuntimeError")),
-            ("rest", rows(*range(1, 10))),
+            ("rest", one_row_batches(*range(1, 10))),
         ],
     )
 
@@ -263,7 +263,7 @@ def case_load_argument_errors():
             *[(f"load_arg:{name}", raised(error)) for name, error in bad],
             ("state", ""),
             ("calls", ZERO_CALLS),
-            ("rest", rows(*range(10))),
+            ("rest", one_row_batches(*range(10))),
         ],
     )
 
@@ -281,7 +281,7 @@ def case_empty_after_load():
             ("load:S", None),
             ("load_arg:empty", raised("ValueError")),
             ("same:S", True),
-            ("rest", rows(5, 6, 7, 8, 9)),
+            ("rest", one_row_batches(5, 6, 7, 8, 9)),
         ],
     )
 
@@ -302,7 +302,7 @@ def case_state_after_close():
             ("save:S", "non-empty"),
             ("new:A", None),
             ("load:S", None),
-            ("rest", rows(*range(3, 10))),
+            ("rest", one_row_batches(*range(3, 10))),
         ],
     )
 
@@ -317,7 +317,7 @@ def case_end_of_epoch():
             {"E": END},
             [
                 ("new:E", None),
-                ("rest", rows(0, 1, 2, 3)),
+                ("rest", one_row_batches(0, 1, 2, 3)),
                 ("next", "StopIteration"),
                 ("save:S", "non-empty"),
                 ("new:E", None),
@@ -399,7 +399,7 @@ def _refused_then_resumed(tampered: tuple[tuple[str, str], ...] | list[tuple[str
         ("restores", 0),
         ("load:S", None),
         ("same:S", True),
-        ("rest", rows(5, 6, 7, 8, 9)),
+        ("rest", one_row_batches(5, 6, 7, 8, 9)),
     ]
 
 
@@ -510,7 +510,7 @@ def case_fingerprint_mismatch():
             ("load:T", raised("ValueError", "fingerprint mismatch", ["fp0", "fp1"])),
             ("state", ""),
             ("restores", 0),
-            ("rest", rows(*range(10))),
+            ("rest", one_row_batches(*range(10))),
         ],
     )
 
@@ -521,7 +521,7 @@ def case_fingerprint_ignores_runtime_options():
         ("state-fingerprint", "state-exact-resume"),
         "a pipeline differing only in runtime options (run_id, aggregate_dir) loads the state and resumes",
         {"A": A, "A_other_run": {**A, "run_id": "another-run"}},
-        [*save_after("A", 4), ("new:A_other_run", None), ("load:S", None), ("rest", rows(4, 5, 6, 7, 8, 9))],
+        [*save_after("A", 4), ("new:A_other_run", None), ("load:S", None), ("rest", one_row_batches(4, 5, 6, 7, 8, 9))],
     )
 
 

@@ -3,7 +3,7 @@ and the minimal structural contract accepted by ``convert_text_batch``. Hand-wri
 
 from __future__ import annotations
 
-from batchspec.conformance.golden.api import BATCHED_KEYS, METADATA_KEYS, Case, Row, int32, long, rows
+from batchspec.conformance.golden.api import BATCHED_KEYS, METADATA_KEYS, Case, Row, int32, long, text_batch_inputs
 
 VALID = ("contract-validation", "types-contract", "types-mask-type", "contract-metadata-flag")
 INVALID = ("contract-validation", "contract-metadata-flag", "types-mask-type")
@@ -226,7 +226,7 @@ def case_both_metadata_flag_spellings():
             f"requires_packed_sequence_metadata={not new}: the new spelling wins [contract-metadata-flag], so the "
             f"metadata bundle is {'present' if new else 'absent'}",
             function="convert_text_batch",
-            inputs=rows(Row((4, 5, 6, 0), (0, 1, 0, 0), 1)),
+            inputs=text_batch_inputs(Row((4, 5, 6, 0), (0, 1, 0, 0), 1)),
             options={
                 "contract": {
                     "minimal": True,
@@ -252,7 +252,7 @@ def case_minimal_contract_in_convert():
         clauses=("contract-once", "types-contract"),
         description="a plain object with only the two required attributes works in convert_text_batch",
         function="convert_text_batch",
-        inputs=rows(Row((4, 5, 6, 0), (0, 1, 0, 0), 1)),
+        inputs=text_batch_inputs(Row((4, 5, 6, 0), (0, 1, 0, 0), 1)),
         options={
             "contract": {"minimal": True, "packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}
         },

@@ -23,14 +23,14 @@ from batchspec.conformance.golden.api import (
     int32,
     long,
     packed_row,
-    rows,
+    text_batch_inputs,
 )
 
 F, T = False, True
 # The shared packed batch of SPEC.md's worked examples: B = 2, L = 9, S = 8, pad id 0.
 ROW_0 = Row(tokens=(11, 12, 13, 21, 22, 31, 32, 0, 0), positions=(0, 1, 2, 0, 1, 0, 1, 0, 1), padding_length=2)
 ROW_1 = Row(tokens=(41, 42, 43, 44, 45, 51, 52, 53, 0), positions=(0, 1, 2, 3, 4, 0, 1, 2, 0), padding_length=1)
-EXAMPLE_ROWS = rows(ROW_0, ROW_1)
+EXAMPLE_ROWS = text_batch_inputs(ROW_0, ROW_1)
 IDS = [[1, 1, 1, 2, 2, 3, 3, 0], [1, 1, 1, 1, 1, 2, 2, 2]]
 JOINED = [[1, 1, 1, 1, 1, 1, 1, 0], [1] * 8]
 EXAMPLE_A = {
@@ -182,7 +182,7 @@ def case_example_d_prime():
     )
 
 
-EXAMPLE_E_ROWS = rows(Row((5, 6, 7), None, None), Row((8, 9, 10, 11, 12), None, None))
+EXAMPLE_E_ROWS = text_batch_inputs(Row((5, 6, 7), None, None), Row((8, 9, 10, 11, 12), None, None))
 E_IDS = [[1, 1, 1, 0, 0], [1] * 5]
 EXAMPLE_E = {
     "input_ids": long([[5, 6, 7, 0, 0], [8, 9, 10, 11, 12]]),
@@ -241,7 +241,7 @@ def case_example_e_variants():
             description="a packed record with padding already ([1,2] [3] + 1 pad), padded to 6: the appended pads "
             "continue the tail's positions",
             function="convert_text_batch",
-            inputs=rows(Row((1, 2, 3, 0), (0, 1, 0, 0), 1)),
+            inputs=text_batch_inputs(Row((1, 2, 3, 0), (0, 1, 0, 0), 1)),
             options={"pad_to_length": 6, "pad_token_id": 0},
             expected={
                 "input_ids": long([[1, 2, 3, 0, 0]]),
@@ -401,7 +401,7 @@ def case_pad_value_inside_text():
         clauses=("ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids"),
         description="a real token equal to the pad id keeps its label: padding is found by position",
         function="convert_text_batch",
-        inputs=rows(Row((5, 0, 6, 0, 7, 0, 0), (0, 1, 2, 3, 4, 0, 1), 2)),
+        inputs=text_batch_inputs(Row((5, 0, 6, 0, 7, 0, 0), (0, 1, 2, 3, 4, 0, 1), 2)),
         expected={
             "labels": long([[0, 6, 0, 7, -100, -100]]),
             "padding_mask": bools([[F, F, F, F, F, T]]),
@@ -416,7 +416,7 @@ def case_no_positions_one_document():
         clauses=("ctb-positions", "ctb-document-ids", "ctb-padding-labels"),
         description="no positions means one document 0..L-1; padding_length None means no padding",
         function="convert_text_batch",
-        inputs=rows(Row((3, 4, 5, 6), None, None)),
+        inputs=text_batch_inputs(Row((3, 4, 5, 6), None, None)),
         expected={
             "input_ids": long([[3, 4, 5]]),
             "labels": long([[4, 5, 6]]),
@@ -433,7 +433,7 @@ def case_all_but_one_padding():
         clauses=("ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-block-causal"),
         description="a row whose only real token is the first: every label ignored",
         function="convert_text_batch",
-        inputs=rows(packed_row([[9]], padding=3)),
+        inputs=text_batch_inputs(packed_row([[9]], padding=3)),
         expected={
             "input_ids": long([[9, 0, 0]]),
             "labels": long([[-100, -100, -100]]),
@@ -452,7 +452,7 @@ def case_s1_tiny_documents():
             clauses=("ctb-shift", "ctb-cross-document-targets", "ctb-document-ids", "tb-shapes"),
             description="S = 1: documents [7][8] packed into L = 2; the label crosses documents",
             function="convert_text_batch",
-            inputs=rows(packed_row([[7], [8]], padding=0)),
+            inputs=text_batch_inputs(packed_row([[7], [8]], padding=0)),
             expected={
                 "input_ids": long([[7]]),
                 "labels": long([[8]]),
@@ -465,7 +465,7 @@ def case_s1_tiny_documents():
             clauses=("ctb-segment-starts",),
             description="S = 1 with mask_segment_starts: the only label is masked",
             function="convert_text_batch",
-            inputs=rows(packed_row([[7], [8]], padding=0)),
+            inputs=text_batch_inputs(packed_row([[7], [8]], padding=0)),
             options={"mask_segment_starts": True},
             expected={"labels": long([[-100]])},
         ),
@@ -479,7 +479,7 @@ def case_token_fields():
             clauses=("ctb-token-field",),
             description=f"the token field may be named {field}",
             function="convert_text_batch",
-            inputs=rows({"row": Row((4, 5, 6), (0, 1, 0), 0), "field": field}),
+            inputs=text_batch_inputs({"row": Row((4, 5, 6), (0, 1, 0), 0), "field": field}),
             expected={"input_ids": long([[4, 5]]), "labels": long([[5, 6]])},
         )
         for field in ("tokens", "token_ids", "ids")
@@ -524,7 +524,7 @@ def case_input_errors():
             clauses=("ctb-input-errors", f"ctb-input-errors.{item}"),
             description=f"bad rows: {name}",
             function="convert_text_batch",
-            inputs=rows(*bad),
+            inputs=text_batch_inputs(*bad),
             error=(kind, words),
         )
         for name, bad, kind, words, item in ERRORS
@@ -553,7 +553,7 @@ def case_input_error_items():
             clauses=("ctb-input-errors", "ctb-input-errors.8"),
             description="rows of lengths 9, 9 and 3: ValueError naming the lengths",
             function="convert_text_batch",
-            inputs=rows(GOOD, GOOD, Row((1, 2, 3), (0, 1, 2), 0)),
+            inputs=text_batch_inputs(GOOD, GOOD, Row((1, 2, 3), (0, 1, 2), 0)),
             error=("ValueError", (9, 3)),
         ),
     ]
@@ -563,7 +563,7 @@ def case_input_error_items():
             clauses=("ctb-input-errors", f"ctb-input-errors.{item}"),
             description=f"record 2 of 3 is bad ({name.replace('_', ' ')}): the error names record 2 and the field",
             function="convert_text_batch",
-            inputs=rows(GOOD, GOOD, bad),
+            inputs=text_batch_inputs(GOOD, GOOD, bad),
             error=(kind, facts),
         )
         for name, bad, kind, facts, item in ERRORS_AT_RECORD_2
@@ -576,7 +576,9 @@ def case_input_error_items():
             description=f"meta.padding_length of record 2 is {value!r}, not an int: TypeError naming record 2 "
             "and padding_length",
             function="convert_text_batch",
-            inputs=rows(GOOD, GOOD, {"row": Row(NINE, tuple(range(9)), 1), "tags": {**tag, "padding_length": value}}),
+            inputs=text_batch_inputs(
+                GOOD, GOOD, {"row": Row(NINE, tuple(range(9)), 1), "tags": {**tag, "padding_length": value}}
+            ),
             error=("TypeError", (2, "padding_length")),
         )
         for name, value in (("str", "1"), ("float", 1.0))
@@ -614,7 +616,7 @@ def case_unusable_token_values():
             clauses=("ctb-input-errors", f"ctb-input-errors.{item}"),
             description=f"record 1's {field} {value!r}: {kind} naming the record and the field",
             function="convert_text_batch",
-            inputs=rows(good, {"row": good, "extra": {field: value}}),
+            inputs=text_batch_inputs(good, {"row": good, "extra": {field: value}}),
             error=(kind, (1, field)),
         )
         for name, field, value, kind, item in UNUSABLE_VALUES
@@ -629,7 +631,7 @@ def case_record_without_tokens():
         clauses=("ctb-input-errors", "ctb-input-errors.3"),
         description="unpacked, pad_to_length=4: record 1 holds no token: ValueError naming record 1 and input_ids",
         function="convert_text_batch",
-        inputs=rows(Row((1, 2, 3), None, None), Row((), None, None)),
+        inputs=text_batch_inputs(Row((1, 2, 3), None, None), Row((), None, None)),
         options={"pad_to_length": 4, "pad_token_id": 0},
         error=("ValueError", (1, "input_ids")),
     )
@@ -641,7 +643,7 @@ def case_float_token_list():
         clauses=("ctb-input-errors", "ctb-input-errors.4", "ctb-token-field"),
         description="a list of float tokens raises TypeError naming the record and the field",
         function="convert_text_batch",
-        inputs=rows({"row": Row((1, 2, 3), (0, 1, 2), 0), "extra": {"input_ids": [1.5, 2.0, 3.0]}}),
+        inputs=text_batch_inputs({"row": Row((1, 2, 3), (0, 1, 2), 0), "extra": {"input_ids": [1.5, 2.0, 3.0]}}),
         error=("TypeError", (0, "input_ids")),
     )
 
@@ -652,7 +654,7 @@ def case_missing_token_field():
         clauses=("ctb-token-field", "ctb-input-errors"),
         description="a payload with no token field raises ValueError listing the candidates",
         function="convert_text_batch",
-        inputs=rows({"row": Row((1, 2, 3), (0, 1, 2), 0), "field": "text"}),
+        inputs=text_batch_inputs({"row": Row((1, 2, 3), (0, 1, 2), 0), "field": "text"}),
         error=("ValueError", ("input_ids", "tokens", "token_ids", "ids")),
     )
 
@@ -663,12 +665,14 @@ def case_float_tokens():
         clauses=("ctb-input-errors", "ctb-input-errors.4"),
         description="a float token tensor raises TypeError naming the field",
         function="convert_text_batch",
-        inputs=rows({"row": Row((1, 2, 3), (0, 1, 2), 0), "extra": {"input_ids": torch.tensor([1.5, 2.0, 3.0])}}),
+        inputs=text_batch_inputs(
+            {"row": Row((1, 2, 3), (0, 1, 2), 0), "extra": {"input_ids": torch.tensor([1.5, 2.0, 3.0])}}
+        ),
         error=("TypeError", (0, "input_ids")),
     )
 
 
-UNPACKED = rows(Row((5, 6, 7), None, None), Row((8, 9), None, None))
+UNPACKED = text_batch_inputs(Row((5, 6, 7), None, None), Row((8, 9), None, None))
 
 
 def case_unpacked_errors():
@@ -742,7 +746,9 @@ def case_no_positions_pad_tail():
         description="records without positions: 0..L-n-1 over the real tokens, the pad tail restarts at 0 "
         "([5,6,7,0,0], n=2 -> position_ids [0,1,2,0])",
         function="convert_text_batch",
-        inputs=rows(Row((5, 6, 7, 0, 0), None, 2), Row((5, 6, 0, 0, 0), None, 3), Row((1, 2, 3, 4, 5), None, None)),
+        inputs=text_batch_inputs(
+            Row((5, 6, 7, 0, 0), None, 2), Row((5, 6, 0, 0, 0), None, 3), Row((1, 2, 3, 4, 5), None, None)
+        ),
         expected={
             "input_ids": long([[5, 6, 7, 0], [5, 6, 0, 0], [1, 2, 3, 4]]),
             "labels": long([[6, 7, -100, -100], [6, -100, -100, -100], [2, 3, 4, 5]]),
@@ -762,7 +768,7 @@ def case_unpacked_no_positions_with_padding():
         description="[5,6,7,0] without positions, n=1 (pad tail [0]), padded to 6: the appended pads continue "
         "the tail (1, 2), as the pre-padded record [5,6,7,0,0,0], n=3, numbers it",
         function="convert_text_batch",
-        inputs=rows(Row((5, 6, 7, 0), None, 1)),
+        inputs=text_batch_inputs(Row((5, 6, 7, 0), None, 1)),
         options={"pad_to_length": 6, "pad_token_id": 0},
         expected={
             "input_ids": long([[5, 6, 7, 0, 0]]),
@@ -788,15 +794,15 @@ def case_xdoc_bound_in_convert():
         "document_ids": long([[1, 1, 0, 0, 0, 0, 0]]),
         "attention_document_ids": long([[1, 1, 0, 0, 0, 0, 0]]),
     }
-    packed = rows(packed_row([[7, 8]], padding=6))
-    bare = rows(Row((7, 8, 0, 0, 0, 0, 0, 0), None, 6))
+    packed = text_batch_inputs(packed_row([[7, 8]], padding=6))
+    bare = text_batch_inputs(Row((7, 8, 0, 0, 0, 0, 0, 0), None, 6))
     forms = (  # (name, inputs, what, max_sequence_length)
         ("", packed, "[7,8] + 6 pads (pack_flat positions)", 2),
         ("_4", packed, "[7,8] + 6 pads (pack_flat positions)", 4),
         ("_without_positions_2", bare, "[7,8] + 6 pads without positions", 2),
         ("_without_positions", bare, "[7,8] + 6 pads without positions", 4),
     )
-    jump = rows(Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1))
+    jump = text_batch_inputs(Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1))
     return [
         Case(
             name=f"test_xdoc_bound_skips_the_pad_tail{suffix}",
@@ -848,7 +854,7 @@ def case_xdoc_bound_at_the_largest_translated_position():
     equality case is test_xdoc_bound_reached): the jump record's translated input positions are
     [0,1,2,3,4,8], so max_sequence_length 8 (equal to the largest) raises naming it and 8, and 9
     (test_xdoc_bound_above_the_largest_translated_position) passes; on both mask types and THD."""
-    jump = rows(Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1))
+    jump = text_batch_inputs(Row((1, 2, 3, 4, 5, 6, 0), (0, 1, 2, 0, 1, 5, 0), 1))
     variants = (  # (name suffix, contract, output_format)
         ("", {"packed_mask_type": "block_causal", "return_packed_sequence_metadata": False}, "batched"),
         ("_document_ids", {"packed_mask_type": "document_ids", "return_packed_sequence_metadata": True}, "batched"),
@@ -878,7 +884,7 @@ def case_unpacked_record_as_long_as_pad_to_length():
         description="records [5,6,7] and [8,9,10,11] (exactly pad_to_length 4) without positions: valid; only the "
         "first gets a pad",
         function="convert_text_batch",
-        inputs=rows(Row((5, 6, 7), None, None), Row((8, 9, 10, 11), None, None)),
+        inputs=text_batch_inputs(Row((5, 6, 7), None, None), Row((8, 9, 10, 11), None, None)),
         options={"pad_to_length": 4, "pad_token_id": 0},
         expected={
             "input_ids": long([[5, 6, 7], [8, 9, 10]]),
@@ -921,7 +927,7 @@ def case_faults_in_the_first_and_last_column():
             description=f"record 1's {field} {value!r}: a fault at the row's edge, {kind} naming the record and "
             "the field",
             function="convert_text_batch",
-            inputs=rows(good, {"row": good, "extra": {field: value}}),
+            inputs=text_batch_inputs(good, {"row": good, "extra": {field: value}}),
             error=(kind, (1, field)),
         )
         for name, field, value, kind, item in EDGE_COLUMN_FAULTS
@@ -957,7 +963,9 @@ def case_numpy_unsigned_payloads():
             description=f"record 1's {field} as a numpy uint64 array {values}: ValueError naming the record and "
             "the field",
             function="convert_text_batch",
-            inputs=rows(good, {"row": good, "extra": {field: _unsigned(values, torch.uint64)}, "numpy": (field,)}),
+            inputs=text_batch_inputs(
+                good, {"row": good, "extra": {field: _unsigned(values, torch.uint64)}, "numpy": (field,)}
+            ),
             error=("ValueError", (1, field)),
         )
         for name, field, values in UNSIGNED_BEYOND_INT64
@@ -974,7 +982,7 @@ def case_numpy_unsigned_payloads():
             description="numpy uint64 tokens at int64's largest (first and last column), uint8 positions at 255, "
             "uint16 tokens at 65535, uint32 positions at 2**32-1 (last column): valid, converted as they are",
             function="convert_text_batch",
-            inputs=rows(
+            inputs=text_batch_inputs(
                 {
                     "row": Row((top, 7, top), (0, 1, 0), 0),
                     "extra": {

@@ -24,7 +24,7 @@ from batchspec.conformance.golden.api import (
     bools,
     int32,
     long,
-    rows,
+    text_batch_inputs,
 )
 
 F, T = False, True
@@ -95,7 +95,7 @@ def case_f01():
                 "tb-keys",
             ],
             "F01: a packed row with positions gives three subdocuments, in ids and metadata",
-            rows(F01),
+            text_batch_inputs(F01),
             {
                 "input_ids": long([[11, 12, 13, 21, 22, 31]]),
                 "labels": long([[12, 13, 21, 22, 31, -100]]),
@@ -113,7 +113,7 @@ def case_f01():
             "f01_packed_row_mask_segment_starts",
             ["ctb-segment-starts"],
             "F01 with mask_segment_starts",
-            rows(F01),
+            text_batch_inputs(F01),
             {"labels": long([[12, 13, -100, 22, -100, -100]])},
             contract=METADATA_CONTRACT,
             mask_segment_starts=True,
@@ -122,7 +122,7 @@ def case_f01():
             "f01_thd_lengths_follow_the_boundaries",
             ["thd-lengths", "thd-qkv-format", "ctb-output-route", "tb-keys"],
             "F01 THD: seq_lens [[3,2,1]]; the contract's mask and metadata requests are ignored",
-            rows(F01),
+            text_batch_inputs(F01),
             {
                 "input_ids": long([[11, 12, 13, 21, 22, 31]]),
                 "position_ids": long([[0, 1, 2, 0, 1, 0]]),
@@ -139,7 +139,7 @@ def case_f01():
             "f01_record_without_positions_or_count_is_one_document",
             ["ctb-positions", "ctb-document-ids", "batched-metadata"],
             "F01: no positions and a tag without num_sequences falls back to one document",
-            rows({"row": Row(F01.tokens, None, 1), "tags": {"padding_length": 1}}),
+            text_batch_inputs({"row": Row(F01.tokens, None, 1), "tags": {"padding_length": 1}}),
             {
                 "input_ids": long([[11, 12, 13, 21, 22, 31]]),
                 "position_ids": long([[0, 1, 2, 3, 4, 5]]),
@@ -153,7 +153,7 @@ def case_f01():
             "f01_packed_record_without_positions_is_rejected",
             ["ctb-packed-needs-positions"],
             "F01 (D-4): num_sequences > 1 without positions raises ValueError naming the record",
-            rows(F01, {"row": F01, "drop_positions": True}),
+            text_batch_inputs(F01, {"row": F01, "drop_positions": True}),
             error=("ValueError", (1,)),
             contract=METADATA_CONTRACT,
         ),
@@ -169,7 +169,7 @@ def case_f02():
             "f02_positions_are_zero_based",
             ["ctb-positions", "ctb-boundaries-from-zeros", "batched-metadata"],
             "F02 (D-5): position_ids are 0-based subdocument coordinates",
-            rows(F02),
+            text_batch_inputs(F02),
             {
                 "position_ids": long([[0, 1, 2, 0, 1]]),
                 "labels": long([[6, 7, 8, 9, -100]]),
@@ -183,7 +183,7 @@ def case_f02():
             "f02_mask_segment_starts",
             ["ctb-segment-starts"],
             "F02 with mask_segment_starts",
-            rows(F02),
+            text_batch_inputs(F02),
             {"labels": long([[6, 7, -100, 9, -100]])},
             contract=METADATA_CONTRACT,
             mask_segment_starts=True,
@@ -199,7 +199,7 @@ def case_f02():
             f"f02_rejects_{n}",
             ["ctb-input-errors", "ctb-positions"],
             "F02: positions with a RoBERTa-style origin are rejected",
-            rows(*r),
+            text_batch_inputs(*r),
             error=("ValueError", (rec, "positions")),
             contract=METADATA_CONTRACT,
         )
@@ -223,7 +223,7 @@ def case_f03():
             f"f03_rejects_{n}",
             ["ctb-input-errors"],
             "F03 (D-3): a row not starting at position 0 is rejected",
-            rows(*r),
+            text_batch_inputs(*r),
             error=("ValueError", (rec, "positions")),
             contract=METADATA_CONTRACT,
         )
@@ -234,7 +234,7 @@ def case_f03():
             "f03_wrap_continuation_is_a_new_subdocument",
             ["ctb-boundaries-from-zeros", "ctb-document-ids", "batched-metadata"],
             "F03: a wrap continuation restarted at 0 opens subdocument 2",
-            rows(packed([17, 18, 19, 20, 30, 31, 32], [0, 1, 2, 3, 0, 1, 2], 0)),
+            text_batch_inputs(packed([17, 18, 19, 20, 30, 31, 32], [0, 1, 2, 3, 0, 1, 2], 0)),
             {
                 "labels": long([[18, 19, 20, 30, 31, 32]]),
                 **batched_ids([[1, 1, 1, 1, 2, 2]]),
@@ -247,7 +247,7 @@ def case_f03():
             "f03_position_jump_is_not_a_boundary",
             ["ctb-boundaries-from-zeros", "ctb-positions", "ctb-document-ids", "batched-metadata"],
             "F03: positions [0,1,2,5,6,...] are one subdocument",
-            rows(packed([10, 11, 12, 13, 14, 15, 16], [0, 1, 2, 5, 6, 7, 8], 0)),
+            text_batch_inputs(packed([10, 11, 12, 13, 14, 15, 16], [0, 1, 2, 5, 6, 7, 8], 0)),
             {
                 "position_ids": long([[0, 1, 2, 5, 6, 7]]),
                 **batched_ids([[1] * 6]),
@@ -269,7 +269,7 @@ def case_f04():
             "f04_cross_document_targets_kept_by_default",
             ["ctb-cross-document-targets", "ctb-shift", "ctb-document-ids", "batched-metadata"],
             "F04: msk off trains EOS->BOS across documents",
-            rows(F04),
+            text_batch_inputs(F04),
             {
                 "input_ids": long([[1, 10, 11, 2, 1, 20, 21, 2]]),
                 "labels": long([[10, 11, 2, 1, 20, 21, 2, 1]]),
@@ -284,7 +284,7 @@ def case_f04():
             "f04_mask_segment_starts",
             ["ctb-segment-starts"],
             "F04: msk masks exactly the cross-document targets",
-            rows(F04),
+            text_batch_inputs(F04),
             {"labels": long([[10, 11, 2, -100, 20, 21, 2, -100]])},
             contract=METADATA_CONTRACT,
             mask_segment_starts=True,
@@ -293,7 +293,7 @@ def case_f04():
             "f04_thd_lengths",
             ["thd-lengths"],
             "F04 THD: two full documents",
-            rows(F04),
+            text_batch_inputs(F04),
             {"seq_lens": long([[4, 4]]), "seq_lens_padded": long([[4, 4]]), "qkv_format": "thd"},
             contract=METADATA_CONTRACT,
             output_format="thd",
@@ -302,7 +302,7 @@ def case_f04():
             "f04_msk_under_xdoc_uses_original_boundaries",
             ["ctb-xdoc", "ctb-segment-starts", "ctb-selected-ids", "xdoc-positions", "xdoc-attention-ids"],
             "F04: msk + xdoc masks the original boundaries while positions and metadata span the row",
-            rows(F04),
+            text_batch_inputs(F04),
             {
                 "labels": long([[10, 11, 2, -100, 20, 21, 2, -100]]),
                 "position_ids": long([list(range(8))]),
@@ -320,14 +320,14 @@ def case_f04():
             "f04_without_special_tokens",
             ["ctb-cross-document-targets"],
             "F04 without BOS/EOS: doc 1's last token predicts doc 2's first",
-            rows(packed([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)),
+            text_batch_inputs(packed([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)),
             {"labels": long([[11, 20, 21, -100]])},
         ),
         convert_case(
             "f04_without_special_tokens_masked",
             ["ctb-segment-starts"],
             "F04 without BOS/EOS, msk on",
-            rows(packed([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)),
+            text_batch_inputs(packed([10, 11, 20, 21, 0], [0, 1, 0, 1, 0], 1)),
             {"labels": long([[11, -100, 21, -100]])},
             mask_segment_starts=True,
         ),
@@ -335,14 +335,14 @@ def case_f04():
             "f05_target_never_crosses_into_next_rollout",
             ["ctb-segment-starts", "ctb-padding-labels"],
             "F05 packed-row equivalent: with msk, rollout 1's last label is ignored",
-            rows(packed([50, 51, 52, 60, 61, 0], [0, 1, 2, 0, 1, 0], 1)),
+            text_batch_inputs(packed([50, 51, 52, 60, 61, 0], [0, 1, 2, 0, 1, 0], 1)),
             {"labels": long([[51, 52, -100, 61, -100]])},
             mask_segment_starts=True,
         ),
     ]
 
 
-F06_ROWS = rows(unpacked([5, 6, 0]), unpacked([5, 0, 6, 0]))
+F06_ROWS = text_batch_inputs(unpacked([5, 6, 0]), unpacked([5, 0, 6, 0]))
 F06 = {
     "input_ids": long([[5, 6, 0, 0, 0, 0], [5, 0, 6, 0, 0, 0]]),
     "labels": long([[6, 0, -100, -100, -100, -100], [0, 6, 0, -100, -100, -100]]),
@@ -392,7 +392,7 @@ def case_f06():
                 "batched-block-causal",
             ],
             "F06 pre-padded form gives the same output without pad_to_length",
-            rows(
+            text_batch_inputs(
                 packed([5, 6, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3], 4),
                 packed([5, 0, 6, 0, 0, 0, 0], [0, 1, 2, 3, 0, 1, 2], 3),
             ),
@@ -412,7 +412,7 @@ def case_f07():
             "f07_prompt_thd_padding_joins_the_last_subdocument",
             ["thd-lengths"],
             "F07 prompt THD",
-            rows(packed([7, 30, 2, 7, 40, 2, 2], [0, 1, 2, 3, 4, 0, 1], 2)),
+            text_batch_inputs(packed([7, 30, 2, 7, 40, 2, 2], [0, 1, 2, 3, 4, 0, 1], 2)),
             {"seq_lens": long([[5]]), "seq_lens_padded": long([[6]]), "qkv_format": "thd"},
             output_format="thd",
         ),
@@ -423,7 +423,7 @@ def case_f07():
                 f"f07_completion_pad_id_{p}",
                 ["ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-block-causal"],
                 f"F07 completion with pad id {p}: only the pad slots change",
-                rows(packed([70, 71, 2, p, p], [0, 1, 2, 0, 1], 2)),
+                text_batch_inputs(packed([70, 71, 2, p, p], [0, 1, 2, 0, 1], 2)),
                 {
                     "input_ids": long([[70, 71, 2, p]]),
                     "labels": long([[71, 2, -100, -100]]),
@@ -439,7 +439,7 @@ def case_f07():
                 f"f07_prompt_pad_id_{p}",
                 ["ctb-padding-labels", "ctb-padding-mask", "ctb-document-ids", "batched-block-causal"],
                 f"F07 prompt with pad id {p}: a marker equal to the pad id is real",
-                rows(packed([7, 30, 2, 7, 40, p, p], [0, 1, 2, 3, 4, 0, 1], 2)),
+                text_batch_inputs(packed([7, 30, 2, 7, 40, p, p], [0, 1, 2, 3, 4, 0, 1], 2)),
                 {
                     "input_ids": long([[7, 30, 2, 7, 40, p]]),
                     "labels": long([[30, 2, 7, 40, -100, -100]]),
@@ -468,7 +468,7 @@ def case_f07():
     return cases
 
 
-F08 = rows(packed([10, 11, 2, 2, 2], [0, 1, 2, 0, 1], 2), packed([20, 21, 22, 2, 30], [0, 1, 2, 3, 0], 0))
+F08 = text_batch_inputs(packed([10, 11, 2, 2, 2], [0, 1, 2, 0, 1], 2), packed([20, 21, 22, 2, 30], [0, 1, 2, 3, 0], 0))
 
 
 def case_f08():
@@ -521,7 +521,7 @@ def case_f09():
                 f"f09_{name}_block_causal",
                 ["ctb-extra-payload-ignored", "batched-block-causal", "tb-keys"],
                 "F09: a payload attention_mask does not switch packed masking off",
-                rows(row),
+                text_batch_inputs(row),
                 {
                     "input_ids": long([[1, 2, 3, 4, 5]]),
                     "labels": long([[2, 3, 4, 5, -100]]),
@@ -535,7 +535,7 @@ def case_f09():
                 f"f09_{name}_document_ids",
                 ["ctb-extra-payload-ignored", "batched-document-ids-mask", "batched-metadata"],
                 "F09: a document_ids contract ignores the payload's attention_mask",
-                rows(row),
+                text_batch_inputs(row),
                 {"attention_mask": long([[1, 1, 1, 2, 2]]), "cu_seqlens": int32([[0, 3, 5]]), "max_seqlen": 3},
                 contract=DOCUMENT_IDS_METADATA_CONTRACT,
             ),
@@ -543,7 +543,7 @@ def case_f09():
                 f"f09_{name}_xdoc",
                 ["ctb-extra-payload-ignored", "ctb-xdoc", "ctb-selected-ids", "batched-block-causal"],
                 "F09 xdoc: the whole row attends causally, on purpose",
-                rows(row),
+                text_batch_inputs(row),
                 {
                     "position_ids": long([[0, 1, 2, 3, 4]]),
                     "document_ids": long([[1, 1, 1, 2, 2]]),
@@ -565,7 +565,7 @@ def case_f10():
             "f10_padding_is_not_a_fake_segment",
             ["ctb-padding-mask", "ctb-document-ids", "ctb-positions", "batched-block-causal", "batched-metadata"],
             "F10: padding has id 0 and attends to nothing",
-            rows(F10),
+            text_batch_inputs(F10),
             {
                 "input_ids": long([[1, 2, 3, 0, 0, 0]]),
                 "labels": long([[2, 3, -100, -100, -100, -100]]),
@@ -584,7 +584,7 @@ def case_f10():
             "f10_longer_padding_leaves_real_tokens_unchanged",
             ["ctb-padding-mask", "ctb-document-ids", "batched-block-causal", "batched-metadata"],
             "F10 metamorphic: six pad tokens instead of four keep the real prefix and cu_seqlens [[0,3]]",
-            rows(packed([1, 2, 3, 0, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3, 4, 5], 6)),
+            text_batch_inputs(packed([1, 2, 3, 0, 0, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3, 4, 5], 6)),
             {
                 "input_ids": long([[1, 2, 3, 0, 0, 0, 0, 0]]),
                 "labels": long([[2, 3] + [-100] * 6]),
@@ -602,7 +602,7 @@ def case_f10():
             "f10_thd_padding_joins_the_last_subdocument",
             ["thd-lengths"],
             "F10 THD: seq_lens_padded [[6]]",
-            rows(F10),
+            text_batch_inputs(F10),
             {"seq_lens": long([[3]]), "seq_lens_padded": long([[6]]), "qkv_format": "thd"},
             contract=METADATA_CONTRACT,
             output_format="thd",
@@ -610,8 +610,10 @@ def case_f10():
     ]
 
 
-F11_ALL_PADDING = rows(packed([1, 2, 3, 4, 5], [0, 1, 2, 3, 4], 0), packed([0, 0, 0, 0, 0], [0, 1, 2, 3, 4], 5))
-F11_TINY = rows(packed([1, 2, 3, 0], [0, 0, 0, 0], 1))
+F11_ALL_PADDING = text_batch_inputs(
+    packed([1, 2, 3, 4, 5], [0, 1, 2, 3, 4], 0), packed([0, 0, 0, 0, 0], [0, 1, 2, 3, 4], 5)
+)
+F11_TINY = text_batch_inputs(packed([1, 2, 3, 0], [0, 0, 0, 0], 1))
 
 
 def case_f11():
@@ -676,7 +678,7 @@ def case_f12():
             "f12_empty_documents_leave_no_zero_length_segment",
             ["ctb-boundaries-from-zeros", "ctb-document-ids", "batched-metadata"],
             "F12: documents [1,2],[],[3,4,5],[],[6] give cu_seqlens [[0,2,5,6]]",
-            rows(F12),
+            text_batch_inputs(F12),
             {
                 "labels": long([[2, 3, 4, 5, 6, -100]]),
                 "position_ids": long([[0, 1, 0, 1, 2, 0]]),
@@ -690,7 +692,7 @@ def case_f12():
             "f12_mask_segment_starts",
             ["ctb-segment-starts"],
             "F12 with msk",
-            rows(F12),
+            text_batch_inputs(F12),
             {"labels": long([[2, -100, 4, 5, -100, -100]])},
             contract=METADATA_CONTRACT,
             mask_segment_starts=True,
@@ -699,7 +701,7 @@ def case_f12():
             "f12_thd_lengths_are_positive",
             ["thd-lengths"],
             "F12 THD: no zero-length entry",
-            rows(F12),
+            text_batch_inputs(F12),
             {"seq_lens": long([[2, 3, 1]]), "seq_lens_padded": long([[2, 3, 1]]), "qkv_format": "thd"},
             contract=METADATA_CONTRACT,
             output_format="thd",
@@ -716,7 +718,7 @@ def case_f13():
             "f13_int32_payload_gives_contract_dtypes",
             ["tb-dtypes", "tb-shapes", "batched-metadata", "tb-keys"],
             "F13: int32 payloads give int64 fields, bool masks, int32 cu_seqlens, int max_seqlen",
-            rows(F13),
+            text_batch_inputs(F13),
             {
                 "input_ids": long([[11, 12, 13, 21, 22]]),
                 "labels": long([[12, 13, 21, 22, -100]]),
@@ -735,7 +737,7 @@ def case_f13():
             "f13_int32_payload_metadata_dtypes",
             ["meta-cu-seqlens", "meta-max-seqlen", "batched-metadata"],
             "F13: from int32 payloads, the metadata bundle still has int32 cu_seqlens and an int max_seqlen",
-            rows(F13),
+            text_batch_inputs(F13),
             {
                 "packed_token_indices": long([[0, 1, 2, 3, 4]]),
                 "cu_seqlens": int32([[0, 3, 5]]),
@@ -747,7 +749,7 @@ def case_f13():
             "f13_int32_payload_thd_lengths_are_int64",
             ["tb-dtypes", "thd-lengths", "thd-qkv-format"],
             "F13 THD: int64 seq_lens and a str qkv_format",
-            rows(F13),
+            text_batch_inputs(F13),
             {
                 "input_ids": long([[11, 12, 13, 21, 22]]),
                 "position_ids": long([[0, 1, 2, 0, 1]]),
@@ -789,7 +791,7 @@ def case_f14():
             "f14_second_segment_id_is_real",
             ["batched-block-causal", "ctb-document-ids", "ctb-positions"],
             "F14: id 2 is a real segment; each segment keeps its own coordinates",
-            rows(F14_ROW),
+            text_batch_inputs(F14_ROW),
             {
                 "position_ids": long([[0, 1, 0, 1, 2, 0]]),
                 "padding_mask": bools([[F, F, F, F, F, T]]),
@@ -839,7 +841,7 @@ def case_f14():
 
 
 F15 = packed([11, 12, 13, 21, 22, 0, 0, 0, 0], [0, 1, 2, 0, 1, 0, 1, 2, 3], 4)
-F15_UNPACKED = rows(unpacked([11, 12, 13]), unpacked([21, 22]))
+F15_UNPACKED = text_batch_inputs(unpacked([11, 12, 13]), unpacked([21, 22]))
 
 
 def case_f15():
@@ -848,7 +850,7 @@ def case_f15():
             "f15_every_per_token_field_has_the_packed_width",
             ["tb-shapes", "ctb-positions", "ctb-padding-mask", "batched-metadata"],
             "F15: a packed row of 8 inputs gives [1,8] fields and a [1,1,8,8] mask",
-            rows(F15),
+            text_batch_inputs(F15),
             {
                 "input_ids": long([[11, 12, 13, 21, 22, 0, 0, 0]]),
                 "labels": long([[12, 13, 21, 22, -100, -100, -100, -100]]),
@@ -867,7 +869,7 @@ def case_f15():
             "f15_mask_segment_starts",
             ["ctb-segment-starts"],
             "F15 with msk",
-            rows(F15),
+            text_batch_inputs(F15),
             {"labels": long([[12, 13, -100, 22, -100, -100, -100, -100]])},
             contract=METADATA_CONTRACT,
             mask_segment_starts=True,
@@ -876,7 +878,7 @@ def case_f15():
             "f15_thd_padded_lengths_sum_to_the_width",
             ["thd-lengths", "tb-shapes"],
             "F15 THD",
-            rows(F15),
+            text_batch_inputs(F15),
             {"seq_lens": long([[3, 2]]), "seq_lens_padded": long([[3, 5]]), "qkv_format": "thd"},
             contract=METADATA_CONTRACT,
             output_format="thd",

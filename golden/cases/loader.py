@@ -38,12 +38,14 @@ DOC_IDS = {"packed_mask_type": "document_ids", "return_packed_sequence_metadata"
 
 def _three_batches():
     """Three one-row batches; batch k holds documents [10+k, 11+k] and [12+k], then one pad."""
-    return [[rows(packed_row([[10 + k, 11 + k], [12 + k]], padding=1))] for k in range(3)]
+    return [[packed_record(packed_row([[10 + k, 11 + k], [12 + k]], padding=1))] for k in range(3)]
 
 
-def rows(row: Row) -> dict:
+def packed_record(row: Row) -> dict:
+    """One stored record of the packed ``row``: tokens, positions and padding length (a loader case's
+    stream batch is a list of these)."""
     if row.positions is None:
-        raise ValueError(f"rows: a packed row has positions, got positions=None in {row!r}")
+        raise ValueError(f"packed_record: a packed row has positions, got positions=None in {row!r}")
     return {
         "tokens": long(list(row.tokens)),
         "positions": long(list(row.positions)),
@@ -209,7 +211,7 @@ def case_thd_stream():
             content = length - padding
             bounds = [0, *sorted(rng.sample(range(1, content), rng.randint(0, 2))), content]
             docs = [[rng.randrange(3, 500) for _ in range(end - start)] for start, end in zip(bounds, bounds[1:])]
-            out.append(rows(packed_row(docs, padding=padding)))
+            out.append(packed_record(packed_row(docs, padding=padding)))
         return out
 
     return Case(
@@ -241,7 +243,7 @@ def _corpus_batches(picks: tuple[int, ...], seq_len: int, batch_size: int) -> li
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
-    return [[rows(r) for r in batch] for batch in batches]
+    return [[packed_record(r) for r in batch] for batch in batches]
 
 
 def case_real_data():

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from batchspec.conformance.golden import store
+from batchspec.conformance.golden import verified_read
 
 _root = os.environ.get("BATCHSPEC_PROBE_GOLDEN_ROOT")
 if _root:
-    # every function of the store defaults to the package's golden/; the planted copy replaces it
-    for _function in (store.load_index, store.load_case, store.load_all):
+    # every function of golden/verified_read.py defaults to the package's golden/; the planted copy replaces it
+    for _function in (verified_read.load_index, verified_read.load_case, verified_read.load_all):
         defaults = list(_function.__defaults__ or ())
         _function.__defaults__ = tuple(Path(_root) if isinstance(d, Path) else d for d in defaults)

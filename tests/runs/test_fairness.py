@@ -31,8 +31,8 @@ from _suite import ROOT, BackgroundRun, long_run
 
 from batchspec import reference
 from batchspec.conformance.helpers.asserts import Shape, names
-from batchspec.conformance.helpers.inputs import Contract, Row, sample_batch
 from batchspec.conformance.helpers.pipelines import RecordingPipeline, index_pipeline, row_indices
+from batchspec.conformance.helpers.sample_batches import Contract, Row, sample_batch
 
 BACKEND_DIR = ROOT / "tests" / "probe_backends"
 REWORDED_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BACKEND_DIR), str(ROOT)]))

@@ -9,7 +9,7 @@ import pytest
 from _blame import _backend, _blamed, _bumped, _narrowed
 
 from batchspec import reference
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES, inside_precondition
+from batchspec.conformance.golden.key_blame import OUTPUT_CLAUSES, inside_precondition
 
 
 @pytest.mark.parametrize("key", ["packed_token_indices", "cu_seqlens", "max_seqlen"])
@@ -25,7 +25,7 @@ def test_packed_metadata_blames_the_key(golden_cases, key):
     for case in metadata:
         clauses = OUTPUT_CLAUSES["build_packed_sequence_metadata"][key]
         if key == "cu_seqlens" and inside_precondition(case.inputs.get("mask")):
-            # inside [unpad-precondition]'s order the route's own clause defines the spans (blame.py)
+            # inside [unpad-precondition]'s order the route's own clause defines the spans (golden/key_blame.py)
             clauses = tuple(c for c in clauses if c != "unpad-precondition")
         assert _blamed(backend, case) == _narrowed(clauses, case), case.name
     dtype = _backend(

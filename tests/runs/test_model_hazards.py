@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from batchspec import reference
-from batchspec.conformance.helpers.inputs import Contract, rows_of
+from batchspec.conformance.helpers.sample_batches import Contract, rows_of
 from batchspec.conformance.model import wiring
 from batchspec.conformance.model.data import packed_batches
 from batchspec.conformance.model.documents import documents

@@ -16,7 +16,7 @@ from _suite import ROOT, run_conformance
 from batchspec import reference
 from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError
 from batchspec.conformance.run.backends import BUILTIN_BACKENDS
-from batchspec.conformance.run.blame import blame_failure, note_raised_on_valid_input
+from batchspec.conformance.run.failure_blame import blame_failure, note_raised_on_valid_input
 from batchspec.conformance.run.plugin import pytest_addoption
 from batchspec.conformance.run.report import suite_version
 from batchspec.conformance.run.spec import spec_clauses, spec_version

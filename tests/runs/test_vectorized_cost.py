@@ -11,7 +11,7 @@ import torch
 from batchspec.backends import vectorized as vectorized
 from batchspec.bench.counting import counted
 from batchspec.bench.workloads import sweep_rows
-from batchspec.conformance.helpers.inputs import Contract, sample_batch
+from batchspec.conformance.helpers.sample_batches import Contract, sample_batch
 
 
 def calls(call):

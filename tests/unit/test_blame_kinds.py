@@ -1,4 +1,4 @@
-"""How a failure is blamed (conformance/run/blame.py): the record's ``blame``, one kind per way,
+"""How a failure is blamed (conformance/run/failure_blame.py): the record's ``blame``, one kind per way,
 and the note of an exception raised on a valid input, added only when it fails the test."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from batchspec.conformance.helpers.asserts import ClauseFailure, SuiteError, assert_raises
 from batchspec.conformance.run.backends import Backend
-from batchspec.conformance.run.blame import (
+from batchspec.conformance.run.failure_blame import (
     CLAUSE_CHECK,
     EVERY_CITED_CLAUSE,
     RAISED_ON_VALID_INPUT,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.helpers.inputs import Row, payload_form, sample_batch
+from batchspec.conformance.helpers.sample_batches import Row, payload_form, sample_batch
 from batchspec.conformance.run.backends import load_backend
 from batchspec.conformance.run.device import (
     DeviceOptionError,
@@ -23,7 +23,7 @@ from batchspec.conformance.run.device import (
     placed,
     sample_batch_to,
 )
-from batchspec.conformance.run.records import reproduce_command
+from batchspec.conformance.run.result_records import reproduce_command
 from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC
 
 CPU, META = torch.device("cpu"), torch.device("meta")

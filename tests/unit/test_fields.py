@@ -17,7 +17,7 @@ from batchspec.conformance.helpers.fields import (
     label_clauses,
     label_targets,
 )
-from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
+from batchspec.conformance.helpers.sample_batches import Contract, packed_row, sample_batch
 from batchspec.conformance.run.spec import spec_field_clauses, spec_profiles
 
 ROWS = [packed_row([[5, 6, 7], [8, 9]], padding=2), packed_row([[3, 4, 5, 6, 7, 8]], padding=1)]

@@ -21,13 +21,13 @@ from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 from batchspec import reference
 from batchspec.conformance.helpers.asserts import assert_batch_equal
 from batchspec.conformance.helpers.envelope import body_of
-from batchspec.conformance.helpers.inputs import Contract
 from batchspec.conformance.helpers.pipelines import (
     corpus_pipeline,
     index_pipeline,
     other_stages_pipeline,
     row_indices,
 )
+from batchspec.conformance.helpers.sample_batches import Contract
 
 sys.path.insert(0, str(ROOT / "tests" / "probe_backends"))
 import canonical_fingerprint_backend as independent

@@ -4,8 +4,8 @@ tables and the backend guide's table derived from them."""
 from __future__ import annotations
 
 from batchspec.conformance.golden.adapters import ADAPTERS
-from batchspec.conformance.golden.blame import KEY_SET_CLAUSES, OUTPUT_CLAUSES
 from batchspec.conformance.golden.discovery import all_cases
+from batchspec.conformance.golden.key_blame import KEY_SET_CLAUSES, OUTPUT_CLAUSES
 from batchspec.conformance.run import functions
 from batchspec.conformance.run.backends import CAPABILITIES
 from batchspec.conformance.run.device import PLACED_FUNCTIONS

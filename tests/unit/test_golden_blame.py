@@ -1,5 +1,5 @@
 """A golden case whose output differs in one key blames that key's clauses
-(``conformance/golden/blame.py``), not every clause the case cites.
+(``conformance/golden/key_blame.py``), not every clause the case cites.
 
 Each test runs stored cases through the golden runner against the reference with one output
 key changed (a backend that gets exactly that key wrong), and checks the clauses the
@@ -12,7 +12,7 @@ import pytest
 from _blame import _backend, _blamed, _bumped, _narrowed
 
 from batchspec import reference
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES, binary_mask, inside_precondition
+from batchspec.conformance.golden.key_blame import OUTPUT_CLAUSES, binary_mask, inside_precondition
 
 
 @pytest.mark.parametrize("key", ["indices", "cu_seqlens", "max_seqlen"])
@@ -63,7 +63,7 @@ def test_inside_precondition_is_specs_note(mask, inside):
 def test_packed_metadata_blames_unpad_precondition_only_outside_it():
     import torch
 
-    from batchspec.conformance.golden.blame import blame
+    from batchspec.conformance.golden.key_blame import blame
 
     cited = ("meta-cu-seqlens", "unpad-precondition")
     for mask, want in (([[1, 1, 3, 3]], ("meta-cu-seqlens",)), ([[1, 2, 1]], cited)):

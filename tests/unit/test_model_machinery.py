@@ -11,8 +11,8 @@ import torch
 pytest.importorskip("transformers")
 
 from batchspec import reference
-from batchspec.conformance.golden.stored import stored_rows
-from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
+from batchspec.conformance.golden.case_values import stored_rows
+from batchspec.conformance.helpers.sample_batches import Contract, packed_row, sample_batch
 from batchspec.conformance.model import wiring
 from batchspec.conformance.model.documents import documents, mrope_positions
 

@@ -2,7 +2,7 @@
 either in ``golden/cases/`` (every canon expected value, and every input a golden case holds)
 or in ``conformance/`` (what a stored case cannot express), never in both. A conformance check
 that needs a golden case's input on a live object reads it from the stored case
-(``batchspec.conformance.golden.stored``); the SPEC's constants live once, in ``batchspec.conformance.helpers.literals``
+(``batchspec.conformance.golden.case_values``); the SPEC's constants live once, in ``batchspec.conformance.helpers.literals``
 (``IGNORE_INDEX``, ``THD_PAD``).
 
 A *tensor literal* is a list or tuple display, nested at least once, whose leaves are all
@@ -97,7 +97,7 @@ def test_no_tensor_literal_is_written_in_both_conformance_and_golden_cases():
     duplicates = two_homes()
     assert not duplicates, (
         "hand-written tensor literals with two homes (keep the golden case; a conformance check that needs "
-        "its input reads it with conformance.golden.stored):\n  " + "\n  ".join(duplicates)
+        "its input reads it with conformance.golden.case_values):\n  " + "\n  ".join(duplicates)
     )
 
 

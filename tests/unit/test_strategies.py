@@ -17,7 +17,7 @@ import pytest
 from _draws import EXAMPLES, can_draw, draw_many, missing
 
 from batchspec.conformance.helpers import strategies as cs
-from batchspec.conformance.helpers.inputs import Contract, Row, row_positions
+from batchspec.conformance.helpers.sample_batches import Contract, Row, row_positions
 
 # --- document_lengths ------------------------------------------------------------------------
 

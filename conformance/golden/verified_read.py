@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from batchspec.conformance.golden.errors import GoldenError
-from batchspec.conformance.golden.records import join, parse_json, parse_tensors
+from batchspec.conformance.golden.file_format import join, parse_json, parse_tensors
 from batchspec.conformance.run.package_data import EXPECTED, INDEX, INPUTS, RECORD, REGENERATE, ROOT
 
 __all__ = ["StoredCase", "check_tree", "load_all", "load_case", "load_index", "read_verified"]

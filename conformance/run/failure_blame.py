@@ -1,5 +1,5 @@
 """Blame: which SPEC clauses a failed test phase is blamed on (the record's ``blamed``,
-conformance/run/records.py; statuses and the verdict: conformance/run/verdict.py), and how (the
+conformance/run/result_records.py; statuses and the verdict: conformance/run/verdict.py), and how (the
 record's ``blame``, in report.json's failures).
 
 A failure is blamed on the clauses its ``ClauseFailure`` carries (the suite's asserts raise it,

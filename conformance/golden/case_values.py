@@ -11,8 +11,8 @@ import copy
 import functools
 from typing import Any
 
-from batchspec.conformance.golden.store import load_case
-from batchspec.conformance.helpers.inputs import Row
+from batchspec.conformance.golden.verified_read import load_case
+from batchspec.conformance.helpers.sample_batches import Row
 
 __all__ = ["EXAMPLE", "stored_expected", "stored_inputs", "stored_options", "stored_rows"]
 
@@ -40,7 +40,7 @@ def stored_options(name: str) -> dict:
 
 
 def stored_rows(name: str = EXAMPLE) -> list[Row]:
-    """The ``convert_text_batch`` rows of golden case ``name`` (``batchspec.conformance.golden.api.rows``
+    """The ``convert_text_batch`` rows of golden case ``name`` (``batchspec.conformance.golden.api.text_batch_inputs``
     inputs) as ``Row``s; record options (field names, tags, extra payloads) are not kept."""
     return [
         Row(

@@ -13,10 +13,10 @@ from typing import Any, cast
 import torch
 
 from batchspec import reference
-from batchspec.conformance.golden.blame import OUTPUT_CLAUSES
+from batchspec.conformance.golden.key_blame import OUTPUT_CLAUSES
 from batchspec.conformance.helpers.asserts import SuiteError
 from batchspec.conformance.helpers.fields import field_clauses, label_clauses, label_targets
-from batchspec.conformance.helpers.inputs import rows_of
+from batchspec.conformance.helpers.sample_batches import rows_of
 from batchspec.conformance.model.data import ModelBatch
 from batchspec.conformance.model.documents import Document
 from batchspec.conformance.model.evaluation import Mismatch, convert_route, evaluate

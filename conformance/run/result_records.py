@@ -1,5 +1,5 @@
 """A test's *record* (conformance/run/verdict.py): its outcome, the clauses it cites and is blamed
-on and how (``blame``, conformance/run/blame.py), its failure message and hypothesis blob, the reason and fix of a
+on and how (``blame``, conformance/run/failure_blame.py), its failure message and hypothesis blob, the reason and fix of a
 skip, its expectation (conformance/run/expectations.py), and a command that reruns it."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from batchspec.conformance.helpers.asserts import skip_reason
 from batchspec.conformance.multirank.launchers import plain_nodeid
 from batchspec.conformance.run import torch_state
 from batchspec.conformance.run.backends import Backend
-from batchspec.conformance.run.blame import CLAUSE_CHECK, blame_failure
 from batchspec.conformance.run.expectations import match_failure, match_test
+from batchspec.conformance.run.failure_blame import CLAUSE_CHECK, blame_failure
 from batchspec.conformance.run.spec import spec_clauses
 from batchspec.conformance.run.stash import BACKEND, BACKEND_SPEC, EXPECTATIONS, STATE_CHANGES
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from batchspec.conformance.helpers.inputs import Contract, Row, sample_batch
+from batchspec.conformance.helpers.sample_batches import Contract, Row, sample_batch
 
 __all__ = ["build_contract", "build_datum", "build_sample_batch", "payload_changes", "payload_state"]
 
@@ -29,7 +29,7 @@ def build_contract(spec: Mapping[str, Any] | None) -> Any:
 
 
 def build_sample_batch(rows_in: list[Mapping[str, Any]]):
-    """A real ``SampleBatch`` from ``rows()`` inputs (``batchspec.conformance.golden.api.rows``), record
+    """A real ``SampleBatch`` from ``text_batch_inputs()`` (``batchspec.conformance.golden.api``), record
     options applied."""
     built = [
         Row(
