@@ -13,7 +13,7 @@ from batchspec.conformance.helpers.pipelines import corpus_pipeline
 BATCHES = 8
 
 
-def test_loader_end_to_end(run, backend, backend_name, tmp_path):
+def test_loader_end_to_end(run, backend, backend_name, tmp_path, monkeypatch):
     contract, xdoc, output_format = ROUTES["document_ids+metadata"]
     convert_seconds = []
 
@@ -22,6 +22,8 @@ def test_loader_end_to_end(run, backend, backend_name, tmp_path):
         out = backend.convert_text_batch(batch, contract, -100, False, xdoc, output_format)
         convert_seconds.append(time.perf_counter() - start)
         return out
+
+    monkeypatch.setenv("ZEPHON_CATALOG_DIR", str(tmp_path / "catalog"))  # Zephon's scratch under tmp_path
 
     def epoch():
         pipeline = corpus_pipeline(tmp_path, seq_len=8192, batch_size=8, exhausted_policy="repeat")

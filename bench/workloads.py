@@ -24,7 +24,7 @@ import pytest
 import torch
 
 from batchspec.conformance.helpers.corpus import CorpusTokenizer, corpus_texts
-from batchspec.conformance.helpers.pipelines import corpus_pipeline
+from batchspec.conformance.helpers.pipelines import corpus_pipeline, zephon_catalog
 from batchspec.conformance.helpers.sample_batches import (
     Row,
     packed_row,
@@ -75,7 +75,7 @@ def pipeline_batch(batch: int, sequence: int):
     is at most 10% of its tokens, else the least padded of the first few (16 for small shapes,
     fewer as a batch holds more than 2**19 tokens), so the rows are as full as training rows."""
     tries = min(16, max(1, 2**19 // (batch * (sequence + 1))))
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, zephon_catalog(Path(scratch) / "catalog"):
         pipeline = corpus_pipeline(Path(scratch), seq_len=sequence, batch_size=batch, exhausted_policy="repeat")
         stream = iter(pipeline)
         try:

@@ -34,11 +34,10 @@ from batchspec.conformance.helpers.sample_batches import (
     Contract,
     Row,
     assert_batch_unchanged,
-    batch_state,
     payload_form,
     sample_batch,
 )
-from batchspec.conformance.helpers.storage import shared_storage, tensors_in
+from batchspec.conformance.helpers.storage import input_state, shared_storage, tensors_in
 
 
 def _available_devices() -> list[str]:
@@ -318,7 +317,7 @@ def test_convert_text_batch_outputs_share_no_storage(backend, options, form):
     no output shares storage with a payload array or tensor of the SampleBatch, and the call
     leaves the SampleBatch's records, payloads and meta as they were [ctb-no-mutation]."""
     batch = payload_form(sample_batch(options["rows"]), form)
-    before = batch_state(batch)
+    before = input_state(batch, "sample_batch")
     out, batch, call = call_convert(backend, options, form, batch)
     assert_batch_unchanged(before, batch, what="by the call", call=call)
     returned = _returned_tensors(out)

@@ -8,14 +8,11 @@ import inspect
 import pytest
 
 from batchspec.conformance.helpers.asserts import check
+from batchspec.conformance.run.functions import FUNCTIONS
 from batchspec.conformance.run.interface import REQUIRED, SIGNATURES, signature_problems
 
-# Clauses that single out a signature rule besides [api-signatures].
-EXTRA_CLAUSES = {
-    "collate_datums": ("collate-keyword-only",),
-    "Datum.to_features": ("collate-keyword-only", "datum-to-features"),
-    "ZephonDataLoader": ("loader-construct-validates",),
-}
+# Clauses that single out a signature rule besides [api-signatures]: each record's
+# ``signature_clauses`` (conformance/run/functions.py).
 
 
 def _lookup(backend, name: str):
@@ -31,14 +28,17 @@ def _lookup(backend, name: str):
         pytest.param(
             name,
             id=name,
-            marks=[pytest.mark.requires(profile), pytest.mark.clause("api-signatures", *EXTRA_CLAUSES.get(name, ()))],
+            marks=[
+                pytest.mark.requires(profile),
+                pytest.mark.clause("api-signatures", *FUNCTIONS[name].signature_clauses),
+            ],
         )
         for name, (profile, _) in SIGNATURES.items()
     ],
 )
 def test_signature_is_the_specs(backend, name):
     problems = signature_problems(name, _lookup(backend, name))
-    tags = ", ".join(("api-signatures", *EXTRA_CLAUSES.get(name, ())))
+    tags = ", ".join(("api-signatures", *FUNCTIONS[name].signature_clauses))
     check(not problems, "; ".join(problems), clause=tags, call=name)
 
 

@@ -226,10 +226,10 @@ def test_pipeline_or_conversion_failure_closes_the_loader(backend):
 
 @pytest.mark.requires("zephon_loader", "convert_text_batch")
 @pytest.mark.clause("loader-close", "loader-next")
-def test_close_releases_real_zephon_workers(backend, tmp_path):
+def test_close_releases_real_zephon_workers(backend, scratch):
     """With Zephon's threads runner, close() brings the thread count back to its baseline."""
     baseline = threading.active_count()
-    pipeline = corpus_pipeline(tmp_path, seq_len=128, batch_size=2, runner="threads", exhausted_policy="repeat")
+    pipeline = corpus_pipeline(scratch, seq_len=128, batch_size=2, runner="threads", exhausted_policy="repeat")
     convert = functools.partial(
         backend.convert_text_batch,
         packing_contract=Contract(),
@@ -375,11 +375,11 @@ def test_component_token_counts_are_added_up(backend):
 
 @pytest.mark.requires("zephon_loader")
 @pytest.mark.clause("loader-component-tokens", "loader-next")
-def test_component_token_counts_of_a_real_pipeline(backend, tmp_path):
+def test_component_token_counts_of_a_real_pipeline(backend, scratch):
     """Over the tokenized, packed corpus, ``_component_tokens`` is the sum of the counts Zephon
     put on the records of the batches returned so far."""
     loader = backend.ZephonDataLoader(
-        corpus_pipeline(tmp_path, seq_len=64, batch_size=2, docs=16),
+        corpus_pipeline(scratch, seq_len=64, batch_size=2, docs=16),
         lambda sb: {"batch": sb},
         packing_contract=Contract(),
     )

@@ -43,7 +43,7 @@ CONFIGS = [
     "loader-next",
 )
 @pytest.mark.parametrize("config", CONFIGS, ids=[c[0] for c in CONFIGS])
-def test_corpus_batches_satisfy_the_contract(backend, tmp_path, config):
+def test_corpus_batches_satisfy_the_contract(backend, scratch, config):
     """20 batches of 4 x 1024 (or 8 of 12 x 1024) real tokens: invariants hold and spans decode
     to corpus text."""
     _, contract, ignore_index, mask_segment_starts, batch_size, num_batches = config
@@ -54,7 +54,7 @@ def test_corpus_batches_satisfy_the_contract(backend, tmp_path, config):
         return backend.convert_text_batch(sample_batch, contract, ignore_index, mask_segment_starts, False)
 
     loader = backend.ZephonDataLoader(
-        corpus_pipeline(tmp_path, seq_len=SEQ_LEN, batch_size=batch_size), convert, packing_contract=contract
+        corpus_pipeline(scratch, seq_len=SEQ_LEN, batch_size=batch_size), convert, packing_contract=contract
     )
     tokenizer = CorpusTokenizer()
     corpus = corpus_bytes()

@@ -1,9 +1,9 @@
 """Building a backend's call arguments from a case's decoded inputs: packing contracts,
-real ``zephon.SampleBatch``es, ``Datum``s; and the snapshots that detect input mutation."""
+real ``zephon.SampleBatch``es, ``Datum``s. Input mutation is detected with
+``batchspec.conformance.helpers.storage.input_state``."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -12,7 +12,7 @@ import torch
 
 from batchspec.conformance.helpers.sample_batches import Contract, Row, sample_batch
 
-__all__ = ["build_contract", "build_datum", "build_sample_batch", "payload_changes", "payload_state"]
+__all__ = ["build_contract", "build_datum", "build_sample_batch"]
 
 CONTRACT_FIELDS = {"packed_mask_type", "return_packed_sequence_metadata", "return_document_ids", "max_sequence_length"}
 
@@ -58,39 +58,6 @@ def build_sample_batch(rows_in: list[Mapping[str, Any]]):
         if r.get("field", "input_ids") != "input_ids":
             payload[r["field"]] = payload.pop("input_ids")
     return batch
-
-
-def payload_state(batch) -> list:
-    """A comparable copy of every record's payload (values, and the type and dtype of each
-    field) and meta (``padding_length`` and tags)."""
-    return [
-        (
-            {
-                k: (
-                    type(v).__name__,
-                    str(getattr(v, "dtype", "")),
-                    v.tolist() if hasattr(v, "tolist") else copy.deepcopy(v),
-                )
-                for k, v in r.payload.items()
-            },
-            {"padding_length": r.meta.padding_length, "tags": copy.deepcopy(r.meta.tags)},
-        )
-        for r in batch.records
-    ]
-
-
-def payload_changes(before: list, after: list) -> list[str]:
-    """What differs between two ``payload_state``s: one line per changed field, naming the
-    record, the field and both values."""
-    changes = [f"{len(before)} records before, {len(after)} after"] if len(before) != len(after) else []
-    for index, ((payload_a, meta_a), (payload_b, meta_b)) in enumerate(zip(before, after)):
-        for where, a, b in (("payload", payload_a, payload_b), ("meta", meta_a, meta_b)):
-            for key in sorted(set(a) | set(b), key=str):
-                if a.get(key) != b.get(key):
-                    changes.append(
-                        f"record {index} {where} {key!r}: {a.get(key, 'absent')!r} -> {b.get(key, 'absent')!r}"
-                    )
-    return changes
 
 
 def build_datum(impl: Any, spec: Mapping[str, Any]):

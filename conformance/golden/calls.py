@@ -12,17 +12,11 @@ from types import SimpleNamespace
 
 import torch
 
-from batchspec.conformance.golden.call_arguments import (
-    build_contract,
-    build_datum,
-    build_sample_batch,
-    payload_changes,
-    payload_state,
-)
+from batchspec.conformance.golden.call_arguments import build_contract, build_datum, build_sample_batch
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.sample_batches import Contract
 from batchspec.conformance.helpers.state_script import run_state_script
-from batchspec.conformance.helpers.storage import tensors_in
+from batchspec.conformance.helpers.storage import input_state, state_changes, tensors_in
 
 __all__ = [
     "run_adapt_model_inputs",
@@ -45,7 +39,7 @@ __all__ = [
 
 def run_convert_text_batch(impl, inputs, o):
     batch = build_sample_batch(inputs["rows"])
-    before = payload_state(batch)
+    before = input_state(batch, "sample_batch")
     out = impl.convert_text_batch(
         batch,
         build_contract(o.get("contract")),
@@ -56,7 +50,8 @@ def run_convert_text_batch(impl, inputs, o):
         o.get("pad_to_length"),
         o.get("pad_token_id"),
     )
-    return out, [f"{change} [ctb-no-mutation]" for change in payload_changes(before, payload_state(batch))]
+    changes = state_changes(before, input_state(batch, "sample_batch"))
+    return out, [f"{change} [ctb-no-mutation]" for change in changes]
 
 
 def run_state(impl, inputs, o):

@@ -7,15 +7,11 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from batchspec.conformance.golden.call_arguments import (
-    build_contract,
-    build_sample_batch,
-    payload_changes,
-    payload_state,
-)
+from batchspec.conformance.golden.call_arguments import build_contract, build_sample_batch
 from batchspec.conformance.golden.errors import GoldenError
 from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.pipelines import RecordingPipeline
+from batchspec.conformance.helpers.storage import input_state, state_changes
 
 __all__ = ["run_loader"]
 
@@ -28,7 +24,7 @@ def run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> tu
     ``{"raised": type, "same_exception": bool}``; ``iter`` gives whether
     ``iter(loader) is loader``; ``close`` gives ``None``."""
     batches = [build_sample_batch(b) for b in inputs["batches"]]
-    before = [payload_state(b) for b in batches]
+    before = [input_state(b, "sample_batch") for b in batches]
     failure = RuntimeError("pipeline worker failed") if o.get("fail_at") is not None else None
     pipeline = RecordingPipeline(batches, o.get("fail_at"), failure)
     contract = build_contract(o.get("contract"))
@@ -87,6 +83,6 @@ def run_loader(impl: Any, inputs: Mapping[str, Any], o: Mapping[str, Any]) -> tu
     changed = [
         f"SampleBatch {i}: {change} [loader-next]"
         for i, (b, s) in enumerate(zip(batches, before))
-        for change in payload_changes(s, payload_state(b))
+        for change in state_changes(s, input_state(b, "sample_batch"))
     ]
     return out, changed

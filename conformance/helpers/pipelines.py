@@ -5,8 +5,10 @@ Node.js API corpus (``golden/corpus/nodejs-api``) → ``tokenize`` with the comm
 (BOS/EOS bracketing, long documents split) → ``pack_flat(seq_len + 1, first_fit)`` →
 ``batch(batch_size)``. ``index_pipeline``: the small in-memory pipeline of one-token rows of
 field reports F16/F17 (docs/sources.md#loader-state-setup), read with ``row_indices`` as
-``convert_batch``. Both are deterministic: inline runner, no prefetch, fixed seed. Zephon's scratch state goes under
-``scratch_dir`` (never the shared ``$TMPDIR``). ``RecordingPipeline`` (a stand-in) and
+``convert_batch``. Both are deterministic: inline runner, no prefetch, fixed seed. Zephon's aggregation scratch goes under
+``scratch_dir``; its catalog goes where ``ZEPHON_CATALOG_DIR`` points while the pipeline runs,
+which a caller scopes with ``zephon_catalog`` (or the plugin's ``scratch`` fixture): a builder
+never changes the process's environment (never the shared ``$TMPDIR``). ``RecordingPipeline`` (a stand-in) and
 ``SpyPipeline`` (around a real one) record how a loader drives them. ``check_exact_resume`` is
 the plain save-and-resume that checks of other state clauses run first;
 ``check_canonical_fingerprint`` the fingerprint that golden state cases check first.
@@ -85,11 +87,14 @@ def corpus_pipeline(
     stream; ``"repeat"`` never ends. ``docs``: read only the first ``docs`` documents (in
     shard order, as one in-memory shard) instead of the six shard files. Further keyword
     arguments are Zephon runtime options (``world_size``, ``dp_degree``, ...), applied last.
+
+    Zephon reads ``ZEPHON_CATALOG_DIR`` when the pipeline starts, not here: iterate it inside
+    ``zephon_catalog(scratch_dir / "catalog")`` (or under the ``scratch`` fixture) to keep its
+    catalog under ``scratch_dir``. The environment is left as it was.
     """
     from zephon import Dataset, InMemoryShard, Pipeline, StaticMixtureWorkSource
 
     scratch_dir = Path(scratch_dir)
-    os.environ["ZEPHON_CATALOG_DIR"] = str(scratch_dir / "catalog")
     if docs is None:
         dataset = Dataset.from_path("nodejs_api", str(SHARD_DIR))
     else:

@@ -7,7 +7,6 @@ payload holds the unshifted token list and ``positions`` as an int32 numpy array
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ import torch
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
 from batchspec.conformance.helpers.asserts import clause_failure
+from batchspec.conformance.helpers.storage import input_state, state_changes
 
 __all__ = [
     "TOKEN_FIELDS",
@@ -26,7 +26,6 @@ __all__ = [
     "payload_form",
     "row_positions",
     "assert_batch_unchanged",
-    "batch_state",
     "rows_of",
     "sample_batch",
     "unpacked_row",
@@ -182,65 +181,20 @@ def rows_of(batch: SampleBatch) -> list[Row]:
     return rows
 
 
-def _snapshot(value):
-    """A deep copy that compares by value: arrays and tensors become lists."""
-    if isinstance(value, torch.Tensor):
-        return ("tensor", value.dtype, value.tolist())
-    if isinstance(value, np.ndarray):
-        return ("ndarray", value.dtype.str, value.tolist())
-    if isinstance(value, dict):
-        return {key: _snapshot(v) for key, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, [_snapshot(v) for v in value])
-    return copy.deepcopy(value)
-
-
-def batch_state(batch: SampleBatch) -> dict:
-    """Identity and value snapshot of a ``SampleBatch``: its records, payloads and meta."""
-    return {
-        "records": (id(batch.records), len(batch.records)),
-        "record": [
-            {
-                "object": id(record),
-                "payload": id(record.payload),
-                "payload keys": sorted(record.payload),
-                "payload objects": {key: id(value) for key, value in record.payload.items()},
-                "payload values": _snapshot(record.payload),
-                "meta": id(record.meta),
-                "meta values": copy.deepcopy(record.meta),
-            }
-            for record in batch.records
-        ],
-    }
-
-
-def assert_batch_unchanged(before: dict, batch: SampleBatch, *, what: str, call: str) -> None:
+def assert_batch_unchanged(before: dict[str, tuple], batch: SampleBatch, *, what: str, call: str) -> None:
     """The ``SampleBatch`` holds the same objects with the same values as in ``before``
-    (``batch_state``) [ctb-no-mutation].
+    (``input_state(batch, "sample_batch")``): its records, payloads and meta, by identity, by
+    layout and by value [ctb-no-mutation].
 
     Raises:
-        ClauseFailure: naming the record, the part that changed and both values.
+        ClauseFailure: naming each changed path with its value before and after.
     """
     __tracebackhide__ = True
-    after = batch_state(batch)
-    if after["records"] != before["records"]:
+    changes = state_changes(before, input_state(batch, "sample_batch"))
+    if changes:
         raise clause_failure(
-            f"sample_batch.records was replaced {what}, but should be untouched",
+            f"the SampleBatch was changed {what}, but should be untouched",
             clause="ctb-no-mutation",
             call=call,
+            details=":\n  " + "\n  ".join(changes[:8]),
         )
-    for index, (now, then) in enumerate(zip(after["record"], before["record"])):
-        for part in then:
-            if now[part] != then[part]:
-                if part in ("object", "payload", "meta"):
-                    shown = " (replaced by another object)"
-                elif part == "payload objects":
-                    replaced = sorted(key for key in then[part] if now[part].get(key) != then[part][key])
-                    shown = f": payload entries {replaced} were replaced by other objects"
-                else:
-                    shown = f": {now[part]!r}, but should be {then[part]!r}"
-                raise clause_failure(
-                    f"sample_batch.records[{index}] {part} changed {what}{shown}",
-                    clause="ctb-no-mutation",
-                    call=call,
-                )

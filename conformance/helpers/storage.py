@@ -10,13 +10,17 @@ assert by themselves, so each check words its own failure message:
   views of one storage overlap even when their elements do not: "share storage" is about the
   storage, so writing through one may be visible through the other;
 * ``input_state(value)`` / ``state_changes(before, after)``: a flat snapshot of everything a
-  call was given (containers by identity, length and key order; tensors by identity, dtype,
-  shape, stride, storage offset, device, data pointer and values; other leaves by type and
-  value), and the paths at which two snapshots differ.
+  call was given (containers by identity, length and key order; objects (a ``SampleBatch``, its
+  records and meta, a ``Datum``) by identity and by each attribute; tensors by identity, dtype,
+  shape, stride, storage offset, device, data pointer and values; numpy arrays by identity,
+  dtype, shape, strides, data pointer and values; other leaves by type and value), and the paths
+  at which two snapshots differ. The one input-mutation snapshot of the suite: golden cases
+  ([ctb-no-mutation], [loader-next]), the SampleBatch checks and the collater checks all use it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from itertools import combinations
 from typing import Any
@@ -114,24 +118,62 @@ def _tensor_state(tensor: torch.Tensor) -> tuple:
 
 
 def input_state(value: Any, path: str = "") -> dict[str, tuple]:
-    """A flat snapshot ``{path: description}`` of ``value`` and everything inside it."""
+    """A flat snapshot ``{path: description}`` of ``value`` and everything reachable from it.
+
+    Mappings, lists and tuples are described by type, identity and keys or length; a dataclass
+    (Zephon's ``SampleBatch``, ``SampleRecord``, ``SampleMeta``) by type, identity and the fields
+    that make up its value (``compare=True``: a lazily filled cache such as ``SampleBatch._ids``
+    is not the input); any other object with a ``__dict__`` by type, identity and attribute names;
+    each then walked into. Tensors and numpy arrays are leaves described by identity, layout,
+    data pointer and values; anything else by type and ``repr``. An object met again on its own
+    path (a cycle) is described, not walked again. Two snapshots compare with ``state_changes``.
+    """
+    return _state(value, path, frozenset())
+
+
+def _state(value: Any, path: str, walking: frozenset[int]) -> dict[str, tuple]:
     here = path or "<input>"
     if isinstance(value, torch.Tensor):
         return {here: _tensor_state(value)}
     if isinstance(value, np.ndarray):
-        return {here: ("ndarray", id(value), value.dtype.str, value.shape, value.strides, value.tolist())}
-    state: dict[str, tuple] = {}
+        return {here: _array_state(value)}
+    children = _children(value, path)
+    if children is None:
+        return {here: ("value", type(value).__name__, repr(value))}
+    detail, items = children
+    state: dict[str, tuple] = {here: (type(value).__name__, id(value), detail)}
+    if id(value) in walking:
+        return state
+    for child_path, item in items:
+        state.update(_state(item, child_path, walking | {id(value)}))
+    return state
+
+
+def _children(value: Any, path: str) -> tuple[Any, list[tuple[str, Any]]] | None:
+    """``(detail, [(path, item), ...])`` of a container or object, ``None`` for a leaf."""
     if isinstance(value, Mapping):
-        state[here] = (type(value).__name__, id(value), tuple(value.keys()))
-        for key, item in value.items():
-            state.update(input_state(item, f"{path}[{key!r}]"))
-        return state
+        return tuple(value.keys()), [(f"{path}[{key!r}]", item) for key, item in value.items()]
     if isinstance(value, (list, tuple)):
-        state[here] = (type(value).__name__, id(value), len(value))
-        for index, item in enumerate(value):
-            state.update(input_state(item, f"{path}[{index}]"))
-        return state
-    return {here: ("value", type(value).__name__, repr(value))}
+        return len(value), [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = tuple(field.name for field in dataclasses.fields(value) if field.compare)
+    elif hasattr(value, "__dict__") and not isinstance(value, type) and not callable(value):
+        names = tuple(vars(value))
+    else:
+        return None
+    return names, [(f"{path}.{name}" if path else name, getattr(value, name)) for name in names]
+
+
+def _array_state(array: np.ndarray) -> tuple:
+    return (
+        "ndarray",
+        id(array),
+        array.dtype.str,
+        array.shape,
+        array.strides,
+        array.__array_interface__["data"][0],
+        array.tolist(),
+    )
 
 
 def state_changes(before: Mapping[str, tuple], after: Mapping[str, tuple]) -> list[str]:
@@ -154,8 +196,10 @@ def _describe(state: tuple) -> str:
         shown = values if len(repr(values)) <= 80 else "…"
         return f"tensor(shape={shape}, stride={stride}, offset={offset}, dtype={dtype}, {device}, {shown})"
     if kind == "ndarray":
-        return f"ndarray(dtype={state[2]}, shape={state[3]}, {state[5]})"
+        _, _, dtype, shape, strides, _, values = state
+        shown = values if len(repr(values)) <= 80 else "…"
+        return f"ndarray(dtype={dtype}, shape={shape}, strides={strides}, {shown})"
     if kind == "value":
         return f"{state[1]} {state[2]}"
-    detail = f"keys {list(state[2])}" if isinstance(state[2], tuple) else f"length {state[2]}"
+    detail = f"keys/fields {list(state[2])}" if isinstance(state[2], tuple) else f"length {state[2]}"
     return f"{kind} object {state[1]} with {detail}"

@@ -19,7 +19,7 @@ from pathlib import Path
 from zephon import SampleBatch
 
 from batchspec.conformance.helpers.corpus import PAD_ID, CorpusTokenizer, corpus_texts
-from batchspec.conformance.helpers.pipelines import corpus_pipeline
+from batchspec.conformance.helpers.pipelines import corpus_pipeline, zephon_catalog
 from batchspec.conformance.helpers.sample_batches import Row, packed_row, sample_batch
 
 __all__ = ["PIPELINE_SHAPES", "UNPACKED_LENGTH", "ModelBatch", "packed_batches", "unpacked_batches"]
@@ -83,7 +83,7 @@ def _edge_batch() -> SampleBatch:
 @functools.cache
 def _pipeline_batches() -> tuple[ModelBatch, ...]:
     out = []
-    with tempfile.TemporaryDirectory(prefix="batchspec-model-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="batchspec-model-") as scratch, zephon_catalog(Path(scratch) / "catalog"):
         for seq_len, batch_size, taken in PIPELINE_SHAPES:
             pipeline = corpus_pipeline(Path(scratch) / f"s{seq_len}", seq_len=seq_len, batch_size=batch_size)
             stream = iter(pipeline)

@@ -27,12 +27,12 @@ from batchspec.conformance.helpers.literals import IGNORE_INDEX
 from batchspec.conformance.helpers.sample_batches import (
     Contract,
     assert_batch_unchanged,
-    batch_state,
     packed_row,
     payload_form,
     sample_batch,
     with_token_field,
 )
+from batchspec.conformance.helpers.storage import input_state
 
 
 @pytest.mark.clause(*CONVERTED_BATCH_CLAUSES)
@@ -82,7 +82,7 @@ def test_convert_text_batch_does_not_mutate_input(backend, data):
     field, decoys = cs.draw_token_fields(data)
     call = f"{cs.describe_route_call(case, route)} with payloads as {form}, the tokens under {field!r}, decoys {list(decoys)}"
     batch = payload_form(with_token_field(sample_batch(case.rows), field, decoys), form)
-    before = batch_state(batch)
+    before = input_state(batch, "sample_batch")
 
     with valid_input(call):
         out = backend.convert_text_batch(batch, *cs.call_arguments(case, route))

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchspec.conformance.run.functions import exported_names, option_only_profiles
-from batchspec.conformance.run.spec import major, spec_raising_clauses, spec_version
+from batchspec.conformance.run.spec import major, spec_profile_covers, spec_raising_clauses, spec_version
 from batchspec.conformance.run.torch_state import guard_call
 
 __all__ = [
@@ -45,29 +45,10 @@ __all__ = [
     "raised_in",
 ]
 
-# capability -> what it covers (a profile of SPEC.md's "Conformance" table)
-_COVERS: dict[str, str] = {
-    "contract_types": "BatchOutputFormat / PackedMaskType values, DEFAULT_PACKED_SEQUENCE_CONTRACT, contract validation",
-    "unpad_data": "get_unpad_data",
-    "packed_metadata": "build_packed_sequence_metadata",
-    "adapt_model_inputs": "adapt_model_inputs",
-    "convert_text_batch": "convert_text_batch, batched output on packed rows",
-    "zephon_loader": "ZephonDataLoader iteration and close",
-    "zephon_state": "ZephonDataLoader state_dict / load_state_dict (single process)",
-    "zephon_state_multirank": (
-        "ZephonDataLoader state across rank processes: collective state_dict, TP/PP peers, elastic resume"
-    ),
-    "xdoc": "allow_cross_document_attention=True / enable_xdoc_attention",
-    "thd": 'convert_text_batch(output_format="thd")',
-    "unpacked": "convert_text_batch(pad_to_length=..., pad_token_id=...)",
-    "convert_batch_output": "convert_batch_output (batched / THD lengths)",
-    "datum": "Datum, Datum.to_features, collate_datums",
-    "collaters": "default_collater, packed_sequence_thd_collater, pack_features_for_thd",
-}
-# capability -> (what it covers, the public names a backend must expose for it: from the
-# records of conformance/run/functions.py)
+# capability -> (what it covers: SPEC.md's "Conformance" table, the public names a backend must
+# expose for it: from the records of conformance/run/functions.py), in the table's order
 CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
-    name: (covers, exported_names(name)) for name, covers in _COVERS.items()
+    name: (covers, exported_names(name)) for name, covers in spec_profile_covers().items()
 }
 # capabilities that cover a function with some options only: never inferred from the names alone
 _OPTION_ONLY = option_only_profiles()

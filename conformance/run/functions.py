@@ -14,6 +14,9 @@ profile and signature (``spec_signatures``) and the clause that lists the functi
 * ``required_by`` / ``option_profiles``: the further capabilities whose backends must export
   it (``conformance/run/backends.py``, ``CAPABILITIES``): always, or only with some options (such
   a capability is never inferred from the exported names alone);
+* ``signature_clauses``: the clauses besides [api-signatures] that single out a rule of its
+  signature (``collate_datums``' keyword-only options, [collate-keyword-only]), which the
+  signature check (``conformance/test_contract_signatures.py``) is blamed on too;
 * ``output_clauses`` / ``key_set_clauses``: the clauses a differing output key breaks, and the
   clauses that define the output's key set (``conformance/golden/key_blame.py``);
 * ``no_mutation``: the clauses a modified input breaks, when a golden case reports one
@@ -108,6 +111,7 @@ class ContractFunction:
     device: str | None = None  # BY_TENSORS, BY_TOKEN_FIELDS or None: how --device places it
     required_by: tuple[str, ...] = ()  # further capabilities that need its export
     option_profiles: tuple[str, ...] = ()  # capabilities that cover it with some options only
+    signature_clauses: tuple[str, ...] = ()  # clauses besides [api-signatures] on its signature
     output_clauses: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # key ("*": any other) -> clauses
     key_set_clauses: tuple[str, ...] = ()  # the clauses its output's key set is defined by
     no_mutation: tuple[str, ...] = ()  # the clauses a modified input breaks
@@ -233,6 +237,7 @@ _RECORDS = (
     ContractFunction(
         "ZephonDataLoader",
         required_by=("zephon_state", "zephon_state_multirank"),
+        signature_clauses=("loader-construct-validates",),
         # a loader scenario's record of what the loader did with its stream (golden/loader_script.py)
         output_clauses={
             "iter_calls_at_construction": ("loader-construct-lazy",),
@@ -263,6 +268,7 @@ _RECORDS = (
     ),
     ContractFunction(
         "Datum.to_features",
+        signature_clauses=("collate-keyword-only", "datum-to-features"),
         output_clauses={"*": ("datum-to-features",)},
         key_set_clauses=("datum-to-features",),
         no_mutation=("datum-to-features",),
@@ -270,6 +276,7 @@ _RECORDS = (
     ),
     ContractFunction(
         "collate_datums",
+        signature_clauses=("collate-keyword-only",),
         # [collate-padded] / [collate-packed] define the layout of every key, [collate-weights] the
         # labels too, [collate-side-inputs] every key that is not a token field
         output_clauses={

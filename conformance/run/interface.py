@@ -1,6 +1,7 @@
 """The contract's names and signatures ([api-signatures]), as data a check compares against.
 
-``SIGNATURES`` is read from SPEC.md's [api-signatures] table (its one home) and maps each
+``SIGNATURES`` is read from SPEC.md's [api-signatures] table (its one home) through the
+records of ``conformance/run/functions.py`` (``ContractFunction.profile`` / ``.signature``) and maps each
 name (``Datum.to_features`` for a method) to the profile that covers it and its parameters in
 order: ``(name, kind, default)`` with kind ``"positional"`` (positional or keyword) or
 ``"keyword"`` (keyword-only) and default ``REQUIRED`` when there is none, or ``FACTORY`` for a
@@ -13,7 +14,7 @@ import ast
 import inspect
 from typing import Any
 
-from batchspec.conformance.run.spec import spec_signatures
+from batchspec.conformance.run.functions import FUNCTIONS
 
 __all__ = ["FACTORY", "REQUIRED", "SIGNATURES", "signature_problems"]
 
@@ -44,9 +45,9 @@ def _parameters(signature: str) -> tuple[tuple[str, str, Any], ...]:
     )
 
 
-# name -> (profile, parameters), read from SPEC.md's [api-signatures] table (its one home)
+# name -> (profile, parameters), read from SPEC.md's [api-signatures] table (its one home) by the records
 SIGNATURES: dict[str, tuple[str, tuple[tuple[str, str, Any], ...]]] = {
-    name: (profile, _parameters(signature)) for name, (signature, profile) in spec_signatures().items()
+    name: (record.profile, _parameters(record.signature)) for name, record in FUNCTIONS.items()
 }
 
 _KINDS = {

@@ -19,6 +19,7 @@ __all__ = [
     "spec_clause_items",
     "spec_clauses",
     "spec_field_clauses",
+    "spec_profile_covers",
     "spec_profiles",
     "spec_raising_clauses",
     "spec_signatures",
@@ -59,7 +60,7 @@ def major(version: str) -> int:
     return int(head)
 
 
-PROFILE_ROW = re.compile(r"^\| `([a-z0-9_]+)` \| [^|]+ \| ((?:\[[a-z0-9-]+\](?:, )?)+) \|$", re.M)
+PROFILE_ROW = re.compile(r"^\| `([a-z0-9_]+)` \| ([^|]+) \| ((?:\[[a-z0-9-]+\](?:, )?)+) \|$", re.M)
 
 
 def spec_profiles(path: Path = SPEC_PATH) -> dict[str, list[str]]:
@@ -67,7 +68,14 @@ def spec_profiles(path: Path = SPEC_PATH) -> dict[str, list[str]]:
     (``| `name` | what it covers | [id], [id] |``). The profile names are the capability names
     a backend declares in ``BATCHSPEC_CAPABILITIES``."""
     text = path.read_text(encoding="utf-8")
-    return {m.group(1): re.findall(r"\[([a-z0-9-]+)\]", m.group(2)) for m in PROFILE_ROW.finditer(text)}
+    return {m.group(1): re.findall(r"\[([a-z0-9-]+)\]", m.group(3)) for m in PROFILE_ROW.finditer(text)}
+
+
+def spec_profile_covers(path: Path = SPEC_PATH) -> dict[str, str]:
+    """Profile name -> what it covers, in the Conformance section's table order: the table's
+    second column with its code marks dropped (``"get_unpad_data"``, ``"convert_text_batch(output_format=\"thd\")"``)."""
+    text = path.read_text(encoding="utf-8")
+    return {m.group(1): m.group(2).strip().replace("`", "") for m in PROFILE_ROW.finditer(text)}
 
 
 FIELD_ROW = re.compile(r"^\| `([a-z_]+)` \|(?:[^|]*\|){4} ((?:\[[a-z0-9-]+\](?: \([0-9a-z]+\))?(?:, )?)+) \|$", re.M)

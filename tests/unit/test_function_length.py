@@ -6,12 +6,18 @@ A function's length is ``end_lineno - lineno + 1`` of its ``def`` node as ``ast`
 the ``def`` line to its last line, docstring included, decorators not counted. Nested functions
 and methods are measured on their own (and also count towards the function holding them).
 
+The Rust of backends/ (``*.rs``) is held to the same limit: a ``fn`` is measured from its ``fn``
+line to the line of the brace that closes its body, found by counting brace depth once comments,
+string and character literals are blanked out (``rust_function_lengths``). Functions of one file
+that share a name (methods of two ``impl``s) are told apart by their line (``name@line``).
+
 ``EXCEPTIONS`` names the functions allowed over the limit, each with its reason; aim for none.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from _suite import ROOT
@@ -44,6 +50,39 @@ def function_lengths(root: Path = ROOT) -> dict[str, int]:
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             _measure(tree, relative.as_posix(), "", lengths)
+    for path in sorted((root / "backends").rglob("*.rs")):
+        relative = path.relative_to(root)
+        if not _SKIPPED_PARTS & set(relative.parts):
+            lengths.update(rust_function_lengths(path.read_text(encoding="utf-8"), relative.as_posix()))
+    return lengths
+
+
+# a line comment, a block comment (not nested), a string literal, a character literal ('{', '\'')
+_RUST_NOISE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])'", re.S)
+_RUST_FN = re.compile(r"\bfn\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def rust_function_lengths(source: str, path: str) -> dict[str, int]:
+    """``"path:name" -> length in lines`` of every ``fn`` with a body in Rust ``source``: from its
+    ``fn`` line to the line of the brace closing its body (a declaration ending in ``;`` has none)."""
+    # blank out what may hold braces without being code, keeping every newline where it was
+    code = _RUST_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
+    lengths: dict[str, int] = {}
+    for match in _RUST_FN.finditer(code):
+        start = match.end()
+        opening = code.find("{", start)
+        if opening < 0 or ";" in code[start:opening]:
+            continue  # no body (a trait's declaration, an extern block's import)
+        depth, end = 0, opening
+        for end in range(opening, len(code)):
+            depth += {"{": 1, "}": -1}.get(code[end], 0)
+            if depth == 0:
+                break
+        first, last = code.count("\n", 0, match.start()) + 1, code.count("\n", 0, end) + 1
+        name = f"{path}:{match.group(1)}"
+        if name in lengths:
+            name = f"{name}@{first}"
+        lengths[name] = last - first + 1
     return lengths
 
 
@@ -95,3 +134,38 @@ def test_the_measure_sees_a_planted_long_function(tmp_path: Path) -> None:
     assert lengths == {"reference/planted.py:C.long": LIMIT + 1, "reference/planted.py:short": 2}
     assert over_the_limit(lengths, {}) == {"reference/planted.py:C.long": LIMIT + 1}
     assert over_the_limit(lengths, {"reference/planted.py:C.long": "planted"}) == {}
+
+
+def test_the_measure_sees_a_planted_long_rust_function(tmp_path: Path) -> None:
+    """A Rust ``fn`` over the limit is reported; braces in comments, strings and character
+    literals, a multi-line signature and a body-less declaration do not fool the count."""
+    body = "\n".join(f"    let x{i} = {i};" for i in range(LIMIT - 2))
+    planted = (
+        "/// a doc comment with a brace {\n"
+        "pub fn long<'a>(\n    values: &'a [i64],\n) -> usize {\n"  # lines 2-4
+        f"{body}\n"
+        "    let _ = \"}}}\"; let _ = '}'; // }\n"
+        "}\n"  # closes long: its fn line, 2 more of signature, LIMIT - 2 + 1 of body, this one
+        "trait T {\n    fn declared(&self) -> i64;\n    fn given(&self) -> i64 {\n        1\n    }\n}\n"
+    )
+    native = tmp_path / "backends" / "native" / "src"
+    native.mkdir(parents=True)
+    (native / "planted.rs").write_text(planted)
+    (tmp_path / "backends" / "native" / "target").mkdir()
+    (tmp_path / "backends" / "native" / "target" / "built.rs").write_text(planted)  # never the project's source
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "conformance").mkdir()
+    lengths = function_lengths(tmp_path)
+    assert lengths == {
+        "backends/native/src/planted.rs:long": LIMIT + 3,
+        "backends/native/src/planted.rs:given": 3,
+    }
+    assert over_the_limit(lengths, {}) == {"backends/native/src/planted.rs:long": LIMIT + 3}
+
+
+def test_the_rust_measure_sees_the_native_kernels() -> None:
+    """The real Rust sources are measured (not an empty walk): the row pass and its steps."""
+    lengths = function_lengths()
+    assert "backends/native/src/kernels.rs:convert_rows" in lengths
+    assert "backends/native/src/kernels.rs:convert_row" in lengths
+    assert all(length >= 1 for name, length in lengths.items() if name.endswith(".rs"))

@@ -10,7 +10,14 @@ from batchspec.conformance.run import functions
 from batchspec.conformance.run.backends import CAPABILITIES
 from batchspec.conformance.run.device import PLACED_FUNCTIONS
 from batchspec.conformance.run.functions import BY_TENSORS, BY_TOKEN_FIELDS, CONSTANTS, FUNCTIONS
-from batchspec.conformance.run.spec import spec_clauses, spec_profiles, spec_raising_clauses, spec_signatures
+from batchspec.conformance.run.interface import SIGNATURES
+from batchspec.conformance.run.spec import (
+    spec_clauses,
+    spec_profile_covers,
+    spec_profiles,
+    spec_raising_clauses,
+    spec_signatures,
+)
 
 
 def test_the_records_are_exactly_the_rows_of_api_signatures():
@@ -32,7 +39,7 @@ def test_every_clause_a_record_names_is_a_clause_of_spec_in_its_capabilities_pro
     clauses, profiles = spec_clauses(), spec_profiles()
     for name, record in FUNCTIONS.items():
         named = {c for ids in record.output_clauses.values() for c in ids}
-        named |= set(record.key_set_clauses) | set(record.no_mutation)
+        named |= set(record.key_set_clauses) | set(record.no_mutation) | set(record.signature_clauses)
         assert not named - set(clauses), f"{name}: unknown clauses {sorted(named - set(clauses))}"
         covered = {c for capability in record.capabilities for c in profiles[capability]}
         assert not named - covered, f"{name}: clauses in none of its profiles {sorted(named - covered)}"
@@ -88,3 +95,32 @@ def test_the_backend_guide_lists_the_records():
 
 def test_the_check_command_agrees():
     assert functions.main(["--check"]) == 0
+
+
+def test_the_signature_and_capability_tables_are_derived_from_their_one_home():
+    """The signature check's further clauses (``signature_clauses``, once ``EXTRA_CLAUSES``), ``interface.SIGNATURES`` and
+    ``backends.CAPABILITIES`` read the records and SPEC's tables (issue 34), and still hold what
+    they restated by hand before."""
+    assert {n: r.signature_clauses for n, r in FUNCTIONS.items() if r.signature_clauses} == {
+        "collate_datums": ("collate-keyword-only",),
+        "Datum.to_features": ("collate-keyword-only", "datum-to-features"),
+        "ZephonDataLoader": ("loader-construct-validates",),
+    }
+    assert list(SIGNATURES) == list(spec_signatures())
+    assert {name: profile for name, (profile, _) in SIGNATURES.items()} == {
+        name: profile for name, (_, profile) in spec_signatures().items()
+    }
+    assert [p for p, *_ in SIGNATURES["collate_datums"][1]] == [
+        "datums",
+        "packed",
+        "pad_seq_len_divisible",
+        "ignore_index",
+    ]
+    assert {name: covers for name, (covers, _) in CAPABILITIES.items()} == spec_profile_covers()
+    assert sorted(CAPABILITIES) == sorted(
+        ("contract_types", "unpad_data", "packed_metadata", "adapt_model_inputs", "convert_text_batch", "zephon_loader")
+        + ("zephon_state", "zephon_state_multirank", "xdoc", "thd", "unpacked", "convert_batch_output", "datum")
+        + ("collaters",)
+    )
+    assert CAPABILITIES["thd"] == ('convert_text_batch(output_format="thd")', ("convert_text_batch",))
+    assert CAPABILITIES["datum"] == ("Datum, Datum.to_features, collate_datums", ("Datum", "collate_datums"))

@@ -9,7 +9,8 @@ from batchspec import reference
 from batchspec.conformance.helpers.pipelines import corpus_pipeline
 
 
-def test_reference_shift_agrees_with_zephon_to_training(tmp_path):
+def test_reference_shift_agrees_with_zephon_to_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZEPHON_CATALOG_DIR", str(tmp_path / "catalog"))  # Zephon's scratch under tmp_path
     pipeline = corpus_pipeline(tmp_path, seq_len=256, batch_size=4)
     stream = iter(pipeline)
     padded_rows = 0

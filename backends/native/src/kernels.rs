@@ -216,9 +216,33 @@ fn metadata_row<T: Copy + Into<i64>>(values: &[T], indices: &mut [i64], cu: &mut
     if cols == 0 {
         return found;
     }
-    let bounds = &mut scratch.bounds;
+    let stretches = scan_row(values, indices, &mut scratch.bounds, &mut found);
+    if found.nonzero == 0 {
+        return found;
+    }
+    if found.largest <= 1 {
+        // a binary row: one span of its nonzero count [meta-cu-seqlens]
+        cu[1] = found.nonzero as i32;
+        found.spans = 1;
+        found.longest = found.nonzero;
+        return found;
+    }
+    scratch.bounds[stretches] = cols; // the end of the last stretch
+    let (spans, longest) = match increasing_stretch_spans(values, &scratch.bounds[..=stretches], cu) {
+        Some(counted) => counted,
+        None => indexed_spans(values, found.largest, cu, scratch),
+    };
+    found.spans = spans;
+    found.longest = longest;
+    found
+}
+
+/// The branch-free first pass of [`metadata_row`]: writes `indices`, sets `found`'s nonzero
+/// count and largest value, and records in `bounds` (`cols + 1` long) where each stretch of
+/// equal values starts; returns the number of stretches.
+fn scan_row<T: Copy + Into<i64>>(values: &[T], indices: &mut [i64], bounds: &mut Vec<usize>, found: &mut RowFound) -> usize {
     bounds.clear();
-    bounds.resize(cols + 1, 0);
+    bounds.resize(values.len() + 1, 0);
     let mut stretches = 1usize;
     let (mut nonzero, mut largest) = (0i64, i64::MIN);
     let mut previous: i64 = values[0].into();
@@ -233,28 +257,22 @@ fn metadata_row<T: Copy + Into<i64>>(values: &[T], indices: &mut [i64], cu: &mut
     }
     found.nonzero = nonzero;
     found.largest = largest;
-    if nonzero == 0 {
-        return found;
-    }
-    if largest <= 1 {
-        // a binary row: one span of its nonzero count [meta-cu-seqlens]
-        cu[1] = nonzero as i32;
-        found.spans = 1;
-        found.longest = nonzero;
-        return found;
-    }
+    stretches
+}
+
+/// `(spans, longest)` of a row whose positive ids come in stretches of strictly increasing ids
+/// (`bounds`: each stretch's start, then the row's end), writing `cu` from entry 1; `None`
+/// as soon as an id is not larger than the previous one (the row needs [`indexed_spans`]).
+fn increasing_stretch_spans<T: Copy + Into<i64>>(values: &[T], bounds: &[usize], cu: &mut [i32]) -> Option<(usize, i64)> {
     let (mut spans, mut last_id, mut longest, mut total) = (0usize, 0i64, 0i64, 0i64);
-    let mut increasing = true;
-    bounds[stretches] = cols; // the end of the last stretch
-    for stretch in 0..stretches {
-        let (start, end) = (bounds[stretch], bounds[stretch + 1]);
+    for stretch in bounds.windows(2) {
+        let (start, end) = (stretch[0], stretch[1]);
         let id: i64 = values[start].into();
         if id <= 0 {
             continue;
         }
         if id <= last_id {
-            increasing = false;
-            break;
+            return None;
         }
         let length = (end - start) as i64;
         total += length;
@@ -263,15 +281,15 @@ fn metadata_row<T: Copy + Into<i64>>(values: &[T], indices: &mut [i64], cu: &mut
         longest = longest.max(length);
         last_id = id;
     }
-    if increasing {
-        found.spans = spans;
-        found.longest = longest;
-        return found;
-    }
-    // the general indexed route: count every id 1..=largest of the row
+    Some((spans, longest))
+}
+
+/// `(spans, longest)` of any indexed row: every id `1..=largest` counted
+/// ([`indexed_row_spans`]), writing `cu` from entry 1.
+fn indexed_spans<T: Copy + Into<i64>>(values: &[T], largest: i64, cu: &mut [i32], scratch: &mut RowScratch) -> (usize, i64) {
     scratch.values.clear();
     scratch.values.extend(values.iter().map(|&v| v.into()));
-    let table = count_table(largest, cols);
+    let table = count_table(largest, values.len());
     if table.len() > scratch.counts.len() {
         scratch.counts = table;
     }
@@ -287,9 +305,7 @@ fn metadata_row<T: Copy + Into<i64>>(values: &[T], indices: &mut [i64], cu: &mut
         longest = longest.max(length);
     });
     scratch.counts = counts;
-    found.spans = spans;
-    found.longest = longest;
-    found
+    (spans, longest)
 }
 
 /// The options of one `convert_text_batch` call that the row pass reads.
@@ -399,104 +415,156 @@ pub fn convert_rows(
     for (row, (&length, &pad)) in lengths.iter().zip(padding).enumerate() {
         let length = length as usize;
         let first_pad = length - pad as usize;
-        let row_tokens: &mut [i64] = match &token_sources[row] {
-            RowSource::Scratch => &mut tokens[row * width..(row + 1) * width],
-            source => {
-                source.read_into(&mut own_tokens[..length]);
-                &mut own_tokens
-            }
-        };
-        let row_positions: &mut [i64] = match &position_sources[row] {
-            RowSource::Scratch => &mut positions[row * width..(row + 1) * width],
-            source => {
-                if has_positions[row] != 0 {
-                    source.read_into(&mut own_positions[..length]);
-                }
-                &mut own_positions
-            }
-        };
+        let given_positions = has_positions[row] != 0;
+        let row_tokens = row_values(tokens, &token_sources[row], row, width, length, true, &mut own_tokens);
+        let row_positions =
+            row_values(positions, &position_sources[row], row, width, length, given_positions, &mut own_positions);
         row_tokens[length..].fill(options.pad_token_id);
-        if has_positions[row] != 0 {
-            if row_positions[0] != 0 {
-                return Err(PositionsError::NotStartingAtZero(row));
-            }
-            if row_positions[..length].iter().any(|&p| p < 0) {
-                return Err(PositionsError::Negative(row));
-            }
-            for (i, slot) in row_positions.iter_mut().enumerate().skip(length) {
-                *slot = (i - first_pad) as i64;
-            }
-        } else {
-            for (i, slot) in row_positions.iter_mut().enumerate() {
-                *slot = if i < first_pad { i as i64 } else { (i - first_pad) as i64 };
-            }
-        }
+        fill_positions(row_positions, length, first_pad, given_positions, row)?;
         let span = row * sequence..(row + 1) * sequence;
-        let input_ids = &mut out.input_ids[span.clone()];
-        let labels = &mut out.labels[span.clone()];
-        let position_ids = &mut out.position_ids[span.clone()];
-        let padding_mask = &mut out.padding_mask[span.clone()];
-        let document_ids = &mut out.document_ids[span.clone()];
-        let selected = &mut out.attention_document_ids[span.clone()];
-        input_ids.copy_from_slice(&row_tokens[..sequence]);
-        let mut document = 0i64;
-        // xdoc: the offset of the current subdocument and the largest translated coordinate so far
-        let mut offset = 0i64;
-        let mut largest_in_row = -1i64;
-        for i in 0..sequence {
-            let position = row_positions[i];
-            let is_padding = i >= first_pad;
-            let masked = i + 1 >= first_pad || (options.mask_segment_starts && row_positions[i + 1] == 0);
-            labels[i] = if masked { options.ignore_index } else { row_tokens[i + 1] };
-            padding_mask[i] = u8::from(is_padding);
-            if position == 0 && !is_padding {
-                // a new subdocument: under xdoc it continues after the previous one's largest coordinate
-                document += 1;
-                if document > 1 {
-                    offset = largest_in_row + 1;
-                }
-            }
-            let id = if is_padding { 0 } else { document };
-            document_ids[i] = id;
-            if options.cross_document && id > 0 {
-                let translated = position + offset;
-                largest_in_row = largest_in_row.max(translated);
-                position_ids[i] = translated;
-                selected[i] = 1;
-            } else {
-                position_ids[i] = position;
-                selected[i] = if options.cross_document { 0 } else { id };
-            }
-        }
+        let outputs = RowOutputs {
+            input_ids: &mut out.input_ids[span.clone()],
+            labels: &mut out.labels[span.clone()],
+            position_ids: &mut out.position_ids[span.clone()],
+            padding_mask: &mut out.padding_mask[span.clone()],
+            document_ids: &mut out.document_ids[span.clone()],
+            selected: &mut out.attention_document_ids[span.clone()],
+        };
+        let largest_in_row = convert_row(row_tokens, row_positions, first_pad, options, outputs);
         summary.largest_translated = summary.largest_translated.max(largest_in_row);
-        let selected = &out.attention_document_ids[span.clone()];
-        if let Some(copy) = extras.packed_seq_ids.as_deref_mut() {
-            copy[span.clone()].copy_from_slice(selected);
-        }
-        if let Some(copy) = extras.attention_mask.as_deref_mut() {
-            copy[span.clone()].copy_from_slice(selected);
-        }
-        if let Some(indices) = extras.packed_token_indices.as_deref_mut() {
-            for (i, (slot, &id)) in indices[span.clone()].iter_mut().zip(selected).enumerate() {
-                *slot = if id != 0 { i as i64 } else { -1 };
-            }
-        }
-        if let (Some(cu_rows), Some(spans)) = (extras.cu_rows.as_deref_mut(), extras.spans.as_deref_mut()) {
-            // the selected ids are stretches of increasing ids (1, 2, ... or all 1 under xdoc),
-            // then zeros: each id's count is its stretch's length [batched-metadata]
-            let cu = &mut cu_rows[row * width..(row + 1) * width];
-            cu[0] = 0;
-            let mut count = 0usize;
-            row_stretches(selected, &mut |length| {
-                count += 1;
-                cu[count] = cu[count - 1] + length as i32;
-                summary.max_seqlen = summary.max_seqlen.max(length);
-            });
-            spans[row] = count as i64;
-            summary.largest_id = summary.largest_id.max(selected.iter().copied().max().unwrap_or(0));
-        }
+        write_extras(&mut extras, &out.attention_document_ids[span.clone()], row, width, &mut summary);
     }
     Ok(summary)
+}
+
+/// Row `row`'s values: its `[width]` slice of the scratch where its source is `Scratch`, else
+/// `own` (a row buffer) holding the source's first `length` values, read only when `read`.
+fn row_values<'a>(
+    scratch: &'a mut [i64],
+    source: &RowSource,
+    row: usize,
+    width: usize,
+    length: usize,
+    read: bool,
+    own: &'a mut [i64],
+) -> &'a mut [i64] {
+    match source {
+        RowSource::Scratch => &mut scratch[row * width..(row + 1) * width],
+        source => {
+            if read {
+                source.read_into(&mut own[..length]);
+            }
+            own
+        }
+    }
+}
+
+/// A row's positions completed in place: given positions are checked ([ctb-input-errors] item
+/// 10: they start at 0 and none is negative) and continued over the padding `0, 1, ...`;
+/// without them, `0, 1, ...` up to `first_pad` then again from 0 over the padding [ctb-positions].
+fn fill_positions(
+    row_positions: &mut [i64],
+    length: usize,
+    first_pad: usize,
+    given: bool,
+    row: usize,
+) -> Result<(), PositionsError> {
+    if given {
+        if row_positions[0] != 0 {
+            return Err(PositionsError::NotStartingAtZero(row));
+        }
+        if row_positions[..length].iter().any(|&p| p < 0) {
+            return Err(PositionsError::Negative(row));
+        }
+        for (i, slot) in row_positions.iter_mut().enumerate().skip(length) {
+            *slot = (i - first_pad) as i64;
+        }
+    } else {
+        for (i, slot) in row_positions.iter_mut().enumerate() {
+            *slot = if i < first_pad { i as i64 } else { (i - first_pad) as i64 };
+        }
+    }
+    Ok(())
+}
+
+/// One row's `[S]` slices of the row pass's outputs (`selected`: `attention_document_ids`).
+struct RowOutputs<'a> {
+    input_ids: &'a mut [i64],
+    labels: &'a mut [i64],
+    position_ids: &'a mut [i64],
+    padding_mask: &'a mut [u8],
+    document_ids: &'a mut [i64],
+    selected: &'a mut [i64],
+}
+
+/// One row of [`convert_rows`] from its completed `width` tokens and positions: the shift,
+/// labels, `padding_mask`, `document_ids`, the selected ids and under xdoc the translated
+/// positions; returns the row's largest translated position (-1 without xdoc).
+fn convert_row(row_tokens: &[i64], row_positions: &[i64], first_pad: usize, options: &ConvertOptions, out: RowOutputs) -> i64 {
+    let sequence = out.input_ids.len();
+    out.input_ids.copy_from_slice(&row_tokens[..sequence]);
+    let mut document = 0i64;
+    // xdoc: the offset of the current subdocument and the largest translated coordinate so far
+    let mut offset = 0i64;
+    let mut largest_in_row = -1i64;
+    for i in 0..sequence {
+        let position = row_positions[i];
+        let is_padding = i >= first_pad;
+        let masked = i + 1 >= first_pad || (options.mask_segment_starts && row_positions[i + 1] == 0);
+        out.labels[i] = if masked { options.ignore_index } else { row_tokens[i + 1] };
+        out.padding_mask[i] = u8::from(is_padding);
+        if position == 0 && !is_padding {
+            // a new subdocument: under xdoc it continues after the previous one's largest coordinate
+            document += 1;
+            if document > 1 {
+                offset = largest_in_row + 1;
+            }
+        }
+        let id = if is_padding { 0 } else { document };
+        out.document_ids[i] = id;
+        if options.cross_document && id > 0 {
+            let translated = position + offset;
+            largest_in_row = largest_in_row.max(translated);
+            out.position_ids[i] = translated;
+            out.selected[i] = 1;
+        } else {
+            out.position_ids[i] = position;
+            out.selected[i] = if options.cross_document { 0 } else { id };
+        }
+    }
+    largest_in_row
+}
+
+/// The batched route's `extras` of row `row`, from its selected ids still in cache: the two
+/// copies, `packed_token_indices`, and the row's `cu_seqlens` and span count [batched-metadata]
+/// (updating the summary's longest span and largest id).
+fn write_extras(extras: &mut ConvertExtras, selected: &[i64], row: usize, width: usize, summary: &mut ConvertSummary) {
+    let span = row * selected.len()..(row + 1) * selected.len();
+    if let Some(copy) = extras.packed_seq_ids.as_deref_mut() {
+        copy[span.clone()].copy_from_slice(selected);
+    }
+    if let Some(copy) = extras.attention_mask.as_deref_mut() {
+        copy[span.clone()].copy_from_slice(selected);
+    }
+    if let Some(indices) = extras.packed_token_indices.as_deref_mut() {
+        for (i, (slot, &id)) in indices[span.clone()].iter_mut().zip(selected).enumerate() {
+            *slot = if id != 0 { i as i64 } else { -1 };
+        }
+    }
+    if let (Some(cu_rows), Some(spans)) = (extras.cu_rows.as_deref_mut(), extras.spans.as_deref_mut()) {
+        // the selected ids are stretches of increasing ids (1, 2, ... or all 1 under xdoc),
+        // then zeros: each id's count is its stretch's length [batched-metadata]
+        let cu = &mut cu_rows[row * width..(row + 1) * width];
+        cu[0] = 0;
+        let mut count = 0usize;
+        row_stretches(selected, &mut |length| {
+            count += 1;
+            cu[count] = cu[count - 1] + length as i32;
+            summary.max_seqlen = summary.max_seqlen.max(length);
+        });
+        spans[row] = count as i64;
+        summary.largest_id = summary.largest_id.max(selected.iter().copied().max().unwrap_or(0));
+    }
 }
 
 /// `cu_seqlens` `[B, width]` of the row pass's `cu_rows` (`[B, row_width]`) and span counts:

@@ -307,6 +307,43 @@ unsafe fn row_sources<'a>(sources: *const i64, lengths: &[i64]) -> Vec<RowSource
         .collect()
 }
 
+/// The row pass's output buffers from `bs_convert_rows`' 11 `outputs` pointers: the six
+/// `[rows, width - 1]` outputs, then the extras (`None` where the pointer is null).
+///
+/// # Safety
+/// As `bs_convert_rows`: outputs[0..6] are distinct `[rows, width - 1]` buffers, int64 except
+/// the bool `padding_mask` (outputs[3], one byte per element); each non-null extra is a distinct
+/// buffer of its documented size.
+unsafe fn convert_buffers<'a>(outputs: &[*mut c_void], rows: usize, width: usize) -> (ConvertOutputs<'a>, ConvertExtras<'a>) {
+    let cells = rows * (width - 1);
+    // SAFETY: outputs[0..6] are distinct [rows, width - 1] buffers: int64, except the bool
+    // padding_mask (outputs[3], one byte per element).
+    let out = unsafe {
+        ConvertOutputs {
+            input_ids: std::slice::from_raw_parts_mut(outputs[0] as *mut i64, cells),
+            labels: std::slice::from_raw_parts_mut(outputs[1] as *mut i64, cells),
+            position_ids: std::slice::from_raw_parts_mut(outputs[2] as *mut i64, cells),
+            padding_mask: std::slice::from_raw_parts_mut(outputs[3] as *mut u8, cells),
+            document_ids: std::slice::from_raw_parts_mut(outputs[4] as *mut i64, cells),
+            attention_document_ids: std::slice::from_raw_parts_mut(outputs[5] as *mut i64, cells),
+        }
+    };
+    // SAFETY: each non-null extra is a distinct buffer of the documented size.
+    let extras = unsafe {
+        let optional = |pointer: *mut c_void, count: usize| {
+            (!pointer.is_null()).then(|| std::slice::from_raw_parts_mut(pointer as *mut i64, count))
+        };
+        ConvertExtras {
+            packed_seq_ids: optional(outputs[6], cells),
+            attention_mask: optional(outputs[7], cells),
+            packed_token_indices: optional(outputs[8], cells),
+            cu_rows: (!outputs[9].is_null()).then(|| std::slice::from_raw_parts_mut(outputs[9] as *mut i32, rows * width)),
+            spans: optional(outputs[10], rows),
+        }
+    };
+    (out, extras)
+}
+
 /// The row pass of `convert_text_batch` (kernels::convert_rows). `tokens` / `positions` are
 /// `[rows, width]` scratch, read where a row's source (`token_sources` / `position_sources`,
 /// `[rows, 3]`: pointer, element stride, kind) is `SOURCE_SCRATCH`; `outputs` holds 11
@@ -339,7 +376,6 @@ pub unsafe extern "C" fn bs_convert_rows(
     results: *mut i64,
 ) -> c_int {
     planted_fault("convert_text_batch");
-    let cells = rows * (width - 1);
     // SAFETY: sizes as documented (caller's contract); the buffers are distinct tensors.
     let (tokens, positions, has_positions, lengths, padding, outputs, results) = unsafe {
         (
@@ -355,31 +391,8 @@ pub unsafe extern "C" fn bs_convert_rows(
     // SAFETY: the sources' contract is the caller's.
     let (token_sources, position_sources) =
         unsafe { (row_sources(token_sources, lengths), row_sources(position_sources, lengths)) };
-    // SAFETY: outputs[0..6] are distinct [rows, width - 1] buffers: int64, except the bool
-    // padding_mask (outputs[3], one byte per element).
-    let out = unsafe {
-        ConvertOutputs {
-            input_ids: std::slice::from_raw_parts_mut(outputs[0] as *mut i64, cells),
-            labels: std::slice::from_raw_parts_mut(outputs[1] as *mut i64, cells),
-            position_ids: std::slice::from_raw_parts_mut(outputs[2] as *mut i64, cells),
-            padding_mask: std::slice::from_raw_parts_mut(outputs[3] as *mut u8, cells),
-            document_ids: std::slice::from_raw_parts_mut(outputs[4] as *mut i64, cells),
-            attention_document_ids: std::slice::from_raw_parts_mut(outputs[5] as *mut i64, cells),
-        }
-    };
-    // SAFETY: each non-null extra is a distinct buffer of the documented size.
-    let extras = unsafe {
-        let optional = |pointer: *mut c_void, count: usize| {
-            (!pointer.is_null()).then(|| std::slice::from_raw_parts_mut(pointer as *mut i64, count))
-        };
-        ConvertExtras {
-            packed_seq_ids: optional(outputs[6], cells),
-            attention_mask: optional(outputs[7], cells),
-            packed_token_indices: optional(outputs[8], cells),
-            cu_rows: (!outputs[9].is_null()).then(|| std::slice::from_raw_parts_mut(outputs[9] as *mut i32, rows * width)),
-            spans: optional(outputs[10], rows),
-        }
-    };
+    // SAFETY: outputs holds the 11 pointers documented above, each of its documented size.
+    let (out, extras) = unsafe { convert_buffers(outputs, rows, width) };
     let options = ConvertOptions {
         width,
         ignore_index,
