@@ -19,7 +19,7 @@ import torch
 from zephon import SampleBatch
 
 from batchspec.conformance.helpers.asserts import ClauseFailure
-from batchspec.conformance.helpers.inputs import Row, assert_batch_unchanged, sample_batch
+from batchspec.conformance.helpers.sample_batches import Row, assert_batch_unchanged, sample_batch
 from batchspec.conformance.helpers.storage import input_state, state_changes
 
 
