@@ -149,6 +149,7 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
             clause=", ".join(MORE_PADDING_CLAUSES),
             call=call,
             conditions=conditions,
+            document_ids=old.get("document_ids"),
         )
 
     # The k new slots.
