@@ -19,6 +19,7 @@ from batchspec.conformance.helpers.fields import (
     xdoc_offsets_only,
 )
 from batchspec.conformance.helpers.inputs import Contract, packed_row, sample_batch
+from batchspec.conformance.helpers.metamorphic import grown_table
 from batchspec.conformance.run.spec import spec_field_clauses, spec_profiles
 
 ROWS = [packed_row([[5, 6, 7], [8, 9]], padding=2), packed_row([[3, 4, 5, 6, 7, 8]], padding=1)]
@@ -246,3 +247,20 @@ def test_xdoc_offsets_only_needs_one_constant_per_subdocument_and_none_on_paddin
     uneven = axes.clone()
     uneven[0, 0, 2:4] += 1
     assert not xdoc_offsets_only(uneven, axes, ids)
+
+
+def test_the_more_padding_relation_blames_a_lost_last_span_on_its_clause():
+    """The more-padding metamorphic check grows the backend's own shorter-row THD lengths and
+    ``cu_seqlens``: a row to grow whose entries are all fill (its last span lost, as a kernel
+    writing each row's last span as padding gives) is a ClauseFailure on the table's clause, not
+    an IndexError blamed on every clause the check cites."""
+    grown = grown_table(
+        torch.tensor([[3, 2, -1000]]), -1000, {0: ("add", 1)}, name="seq_lens", clause="thd-lengths", call="c"
+    )
+    assert grown.tolist() == [[3, 3]]
+    with pytest.raises(ClauseFailure) as caught:
+        grown_table(
+            torch.tensor([[-1000, -1000]]), -1000, {0: ("add", 1)}, name="seq_lens", clause="thd-lengths", call="c"
+        )
+    assert caught.value.clauses == ("thd-lengths",)
+    assert "seq_lens[0]" in str(caught.value)
