@@ -229,7 +229,9 @@ def xdoc_offsets_only(got: Any, want: Any, document_ids: Any) -> bool:
     subdocument's own coordinates are right and only the offset [ctb-xdoc] adds to it is wrong
     ([xdoc-positions]: ``old + offset_k``; padding keeps its positions). False when nothing
     differs or the shapes do not fit."""
-    if not (isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor) and isinstance(document_ids, torch.Tensor)):
+    if not (
+        isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor) and isinstance(document_ids, torch.Tensor)
+    ):
         return False
     if got.shape != want.shape or got.dtype != want.dtype or got.is_floating_point() or got.dtype == torch.bool:
         return False
@@ -321,8 +323,10 @@ def assert_training_batch_equal(
             # padding's positions: xdoc leaves them as they were; the unpacked route's pad tail is
             # [unpacked-padding]'s, a packed row's [ctb-positions]'
             blamed = ("unpacked-padding",) if "unpacked" in set(conditions) else ("ctb-positions",)
-        elif key == "position_ids" and "xdoc" in set(conditions) and xdoc_offsets_only(
-            got, want, expected.get("document_ids")
+        elif (
+            key == "position_ids"
+            and "xdoc" in set(conditions)
+            and xdoc_offsets_only(got, want, expected.get("document_ids"))
         ):
             blamed = ("ctb-xdoc",)  # the positions inside each subdocument are right: only its xdoc offset is wrong
         assert_batch_equal(actual, expected, keys=[key], clause=", ".join(blamed), call=call)
