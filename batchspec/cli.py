@@ -17,7 +17,8 @@ directory it starts in), keeps pytest's cache in ``./.pytest_cache``, and exits 
 verdict's status (conformance/run/verdict.py). Tests run in pytest-xdist workers (two where two
 cores exist, else one, unless ``-n`` is given; ``-p no:xdist`` runs them in this process), so a
 backend that crashes fails the test it crashed in (once: conformance/run/scheduling.py), and one
-that hangs fails it after the per-test timeout (``--timeout``, default 900 s); the run then goes
+that hangs fails it after the per-test timeout (``--timeout``, default 900 s; 3600 s under Triton's
+interpreter, ``INTERPRETER_TIMEOUT_S``); the run then goes
 on, within the whole run's bound (``--run-timeout``). With ``-p no:xdist``, pytest-xdist's
 options (``-n``, ``--dist``) are dropped, and the command says so.
 
@@ -49,6 +50,31 @@ def suite_root() -> Path:
 _VALUE_OPTIONS = frozenset({"-k", "-m", "-p", "-o", "-c", "--deselect", "--ignore", "--ignore-glob", "--rootdir"})
 
 
+# The per-test timeout under Triton's interpreter (TRITON_INTERPRET=1) when the run sets none: the
+# 900 s of batchspec/pytest.ini is calibrated for eager torch, while the interpreter runs a kernel
+# program by program in Python, minutes for the suite's inputs past one GPU block (issue 33)
+INTERPRETER_TIMEOUT_S = 3600
+
+
+def _interpreter_timeout(argv: list[str]) -> list[str]:
+    """``[--timeout=INTERPRETER_TIMEOUT_S]`` when Triton's interpreter is on and ``argv`` sets no
+    per-test timeout (``--timeout``, ``-o timeout=...``), else ``[]``; the command says so."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return []
+    chosen = any(
+        a == "--timeout" or a.startswith("--timeout=") or a.startswith(("timeout=", "-otimeout=")) for a in argv
+    )
+    if chosen:
+        return []
+    print(
+        f"batchspec: Triton's interpreter is on (TRITON_INTERPRET=1): per-test timeout {INTERPRETER_TIMEOUT_S} s "
+        "(the default 900 s is calibrated for eager torch; --timeout=N chooses)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return [f"--timeout={INTERPRETER_TIMEOUT_S}"]
+
+
 def _arguments(argv: list[str], root: Path) -> list[str]:
     """``argv`` with test ids (``conformance/...``, as the suite prints them) made absolute under
     ``root``, the whole suite when none is given, and ``default_workers()`` pytest-xdist workers
@@ -70,10 +96,10 @@ def _arguments(argv: list[str], root: Path) -> list[str]:
                 file=sys.stderr,
                 flush=True,
             )
-        return [*(tests or [str(root / "conformance")]), *out]
+        return [*(tests or [str(root / "conformance")]), *out, *_interpreter_timeout(argv)]
     workers = [] if any(a.startswith(("-n", "--numprocesses")) for a in argv) else ["-n", str(default_workers())]
     dist = [] if any(a.startswith(("--dist", "-d")) for a in argv) else ["--dist", "loadgroup"]
-    return [*(tests or [str(root / "conformance")]), *workers, *dist, *out]
+    return [*(tests or [str(root / "conformance")]), *workers, *dist, *out, *_interpreter_timeout(argv)]
 
 
 # pytest-xdist's options, which pytest rejects once -p no:xdist took the plugin away

@@ -14,8 +14,6 @@ Use: ``TRITON_INTERPRET=1 batchspec --backend=triton --release`` (CPU) or
 
 from __future__ import annotations
 
-import os
-
 try:
     import triton  # noqa: F401
 except ImportError as error:  # pragma: no cover - depends on the environment
@@ -24,16 +22,17 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 import torch
 
-INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
+from batchspec.backends.triton.placement import INTERPRETER
+
 if not INTERPRETER and not torch.cuda.is_available():
     raise ImportError(
         "the triton backend's kernels need a CUDA device, or Triton's interpreter on CPU: "
         "run with TRITON_INTERPRET=1 (e.g. TRITON_INTERPRET=1 batchspec --backend=triton --release)"
     )
 
-from batchspec.backends.triton.convert import convert_text_batch  # noqa: E402
-from batchspec.backends.triton.metadata import build_packed_sequence_metadata, get_unpad_data  # noqa: E402
-from batchspec.backends.vectorized import (  # noqa: E402
+from batchspec.backends.triton.convert import convert_text_batch
+from batchspec.backends.triton.metadata import build_packed_sequence_metadata, get_unpad_data
+from batchspec.backends.vectorized import (
     BATCHSPEC_CAPABILITIES,
     DEFAULT_PACKED_SEQUENCE_CONTRACT,
     BatchOutputFormat,

@@ -28,6 +28,7 @@ import torch
 import triton
 
 from batchspec.backends.triton import kernels
+from batchspec.backends.triton.placement import kernel_device
 from batchspec.backends.vectorized.attention import xdoc_bound_error
 from batchspec.backends.vectorized.records import as_batch, is_int, place_rows, read_records, row_width
 from batchspec.backends.vectorized.rules import check_convert_options, output_device, sample_records
@@ -192,7 +193,8 @@ def convert_text_batch(
     rows = read_records(records)
     batch = len(rows.lengths)
     width = row_width(rows.lengths, pad_to_length)  # [unpacked-padding, ctb-input-errors] 7, 8
-    tokens, positions, first_pad, reads = _rows_on_device(rows, width, pad_token_id)
+    device = output_device(rows.given)  # [tb-device]; the kernels run on kernel_device(device)
+    tokens, positions, first_pad, reads = _rows_on_device(rows, width, pad_token_id, kernel_device(device))
 
     document_ids, starts = document_ids_and_starts(positions, first_pad)
     labels, padding_mask = shifted_labels(tokens, starts, first_pad, ignore_index, mask_segment_starts)
@@ -224,7 +226,7 @@ def convert_text_batch(
     if output_format == "thd":
         seq_lens, seq_lens_padded = thd_lengths(counts, spans, rest[0])
         out.update(seq_lens=seq_lens, seq_lens_padded=seq_lens_padded, qkv_format="thd")
-        return out
+        return _moved(out, device)
     out["_packed_seq_ids"] = selected.clone()
     mask_type = packing_contract.packed_mask_type
     if mask_type not in _PACKED_MASKS:
@@ -235,17 +237,23 @@ def convert_text_batch(
         out["packed_token_indices"] = indices
         out["cu_seqlens"] = cu_seqlens[:, : max(1, largest_id) + 1].contiguous()
         out["max_seqlen"] = int(max_seqlen)
-    return out
+    return _moved(out, device)
+
+
+def _moved(out: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    """``out`` with every tensor on the outputs' ``device`` [tb-device]: the same tensors where
+    the kernels ran there, copies where they ran on a staging device (``kernel_device``)."""
+    return {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in out.items()}
 
 
 def _rows_on_device(
-    rows: Any, width: int, pad_token_id: int | None
+    rows: Any, width: int, pad_token_id: int | None, device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-    """The rows' tokens and positions as ``[B, width]`` int64 on the outputs' device, the first
-    pad column of each row (unshifted), and the device reads queued so far: the per-row flags
-    ``bad_start`` and ``negative`` of [ctb-input-errors] 10 (read back in ``_check_device_reads``)."""
+    """The rows' tokens and positions as ``[B, width]`` int64 on ``device`` (where the kernels
+    run), the first pad column of each row (unshifted), and the device reads queued so far: the
+    per-row flags ``bad_start`` and ``negative`` of [ctb-input-errors] 10 (read back in
+    ``_check_device_reads``)."""
     batch = len(rows.lengths)
-    device = output_device(rows.given)
     same_length = all(length == width for length in rows.lengths)
     lengths = torch.tensor(rows.lengths, device=device)
     first_pad = lengths - torch.tensor(rows.padding, device=device)  # first pad column, unshifted

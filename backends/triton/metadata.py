@@ -13,6 +13,7 @@ import torch
 import triton
 
 from batchspec.backends.triton import kernels
+from batchspec.backends.triton.placement import kernel_device
 
 __all__ = ["build_packed_sequence_metadata", "get_unpad_data"]
 
@@ -52,6 +53,8 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     TypeError/ValueError as [unpad-errors] says) [unpad-binary, unpad-indexed, unpad-precondition].
     """
     _check_mask(attention_mask)
+    device = attention_mask.device  # [tb-device]: the outputs' device; the kernels run on kernel_device(device)
+    attention_mask = attention_mask.to(kernel_device(device))
     nonzero = attention_mask != 0
     if attention_mask.dtype == torch.bool:
         smallest, largest = int(attention_mask.all()), int(attention_mask.any())
@@ -76,7 +79,7 @@ def get_unpad_data(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     indices = torch.nonzero_static(nonzero.flatten(), size=tokens).flatten()
     kept = lengths[present]
     cu_seqlens = exclusive_scan(kept)
-    return indices, cu_seqlens, int(kept.max())
+    return indices.to(device), cu_seqlens.to(device), int(kept.max())
 
 
 def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
@@ -92,7 +95,8 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
     """
     _check_mask(attention_mask)
     batch, sequence = attention_mask.shape
-    mask = attention_mask.contiguous()
+    output = attention_mask.device  # [tb-device]; the kernels run on kernel_device(output)
+    mask = attention_mask.to(kernel_device(output)).contiguous()
     if mask.dtype == torch.bool:
         mask = mask.to(torch.int8)
     any_valid, largest = (int(v) for v in torch.stack([(mask != 0).any().to(torch.int64), mask.amax().to(torch.int64)]))
@@ -110,4 +114,4 @@ def build_packed_sequence_metadata(attention_mask: torch.Tensor) -> dict:
     cu_seqlens[:, 0] = 0
     longest = torch.zeros(1, dtype=torch.int64, device=device)
     kernels.row_cu_seqlens_kernel[(batch,)](table, cu_seqlens, longest, width, BLOCK=kernels.BLOCK)
-    return {"packed_token_indices": indices, "cu_seqlens": cu_seqlens, "max_seqlen": int(longest)}
+    return {"packed_token_indices": indices.to(output), "cu_seqlens": cu_seqlens.to(output), "max_seqlen": int(longest)}

@@ -39,6 +39,7 @@ __all__ = [
     "label_clauses",
     "label_targets",
     "relation_label_clauses",
+    "xdoc_offsets_only",
 ]
 
 
@@ -104,10 +105,14 @@ def assert_field_equal(
     call: str,
     name: str | None = None,
     conditions: Iterable[str] = (),
+    document_ids: torch.Tensor | None = None,
 ) -> None:
     """Field ``key`` of a batch (or a slice of it, shown as ``name``) equals ``expected``
     exactly, dtype included, blamed on the field's clauses (``field_clauses``) narrowed to the
-    test's ``clause`` ids; a key the table does not list is blamed on ``clause``.
+    test's ``clause`` ids; a key the table does not list is blamed on ``clause``. Under the
+    ``xdoc`` condition, ``position_ids`` that differ by one constant per subdocument of
+    ``document_ids`` (int64 ``[B, S]``) and nowhere on padding are blamed on [ctb-xdoc] alone
+    (``xdoc_offsets_only``).
 
     Raises:
         ClauseFailure: naming ``name``, the call, the expected and the actual value.
@@ -115,6 +120,8 @@ def assert_field_equal(
     __tracebackhide__ = True
     cited = [split_citation(c.strip())[0] for c in clause.split(",") if c.strip()]
     blamed = field_clauses(key, expected, cited, conditions) or tuple(cited)
+    if key == "position_ids" and "xdoc" in set(conditions) and xdoc_offsets_only(actual, expected, document_ids):
+        blamed = ("ctb-xdoc",)
     assert_tensor_equal(name or key, actual, expected, clause=", ".join(blamed), call=call)
 
 
@@ -215,6 +222,34 @@ def _only_at_padding(got: Any, want: Any, expected: Mapping[str, Any]) -> bool:
     return differ.shape == ids.shape and not bool((differ & (ids != 0)).any())
 
 
+def xdoc_offsets_only(got: Any, want: Any, document_ids: Any) -> bool:
+    """Whether xdoc ``position_ids`` ``got`` differ from ``want`` (``[B, S]``, or ``[A, B, S]``
+    with one difference on every axis) by one constant per subdocument of ``document_ids``
+    (int64 ``[B, S]``; a row's id ``d > 0``) and not at all on padding (id 0): each
+    subdocument's own coordinates are right and only the offset [ctb-xdoc] adds to it is wrong
+    ([xdoc-positions]: ``old + offset_k``; padding keeps its positions). False when nothing
+    differs or the shapes do not fit."""
+    if not (
+        isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor) and isinstance(document_ids, torch.Tensor)
+    ):
+        return False
+    if got.shape != want.shape or got.dtype != want.dtype or got.is_floating_point() or got.dtype == torch.bool:
+        return False
+    diff = got.to(torch.int64) - want.to(torch.int64)
+    if diff.dim() == 3:
+        if not bool((diff == diff[:1]).all()):
+            return False
+        diff = diff[0]
+    if diff.shape != document_ids.shape or not bool(diff.any()) or bool(diff[document_ids == 0].any()):
+        return False
+    for row_ids, row_diff in zip(document_ids, diff):
+        for document in row_ids.unique().tolist():
+            values = row_diff[row_ids == document]
+            if document != 0 and not bool((values == values[0]).all()):
+                return False
+    return True
+
+
 def relation_label_clauses(differ: torch.Tensor, targets: LabelTargets) -> tuple[str, ...]:
     """The label rules that govern the elements of ``differ`` (bool ``[B, S]``) when two of the
     backend's own outputs disagree and either may be the wrong one: a label whose target is
@@ -246,8 +281,9 @@ def assert_training_batch_equal(
     [tb-dtypes] and shape [tb-shapes] and equal to it, blamed on that field's clauses
     (``field_clauses`` under ``conditions``: ``xdoc``, ``unpacked``; narrowed to the test's
     ``clause`` ids when some are among them;
-    ``labels`` per element with ``targets``). A field the table does not list is blamed on
-    ``clause``.
+    ``labels`` per element with ``targets``; under ``xdoc``, ``position_ids`` wrong by one
+    constant per subdocument of the expected ``document_ids`` on [ctb-xdoc] alone,
+    ``xdoc_offsets_only``). A field the table does not list is blamed on ``clause``.
 
     Raises:
         ClauseFailure: at the first field that differs, naming the field, the call (the input),
@@ -287,4 +323,10 @@ def assert_training_batch_equal(
             # padding's positions: xdoc leaves them as they were; the unpacked route's pad tail is
             # [unpacked-padding]'s, a packed row's [ctb-positions]'
             blamed = ("unpacked-padding",) if "unpacked" in set(conditions) else ("ctb-positions",)
+        elif (
+            key == "position_ids"
+            and "xdoc" in set(conditions)
+            and xdoc_offsets_only(got, want, expected.get("document_ids"))
+        ):
+            blamed = ("ctb-xdoc",)  # the positions inside each subdocument are right: only its xdoc offset is wrong
         assert_batch_equal(actual, expected, keys=[key], clause=", ".join(blamed), call=call)

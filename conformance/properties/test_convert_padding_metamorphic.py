@@ -33,6 +33,7 @@ from batchspec.conformance.helpers.metamorphic import (
     TOKEN_KEYS,
     assert_same_keys,
     convert,
+    grown_table,
 )
 from batchspec.conformance.helpers.sample_batches import Row, describe_rows, row_positions
 
@@ -53,20 +54,6 @@ def _prefix(value, size: int):
     """The first ``size`` slots of a ``[B, S]`` tensor (anything else is returned as is, for the
     assert to describe)."""
     return value[:, :size] if isinstance(value, torch.Tensor) and value.ndim == 2 else value
-
-
-def _grown(table: torch.Tensor, fill: int, changes: dict[int, tuple[str, int]]) -> torch.Tensor:
-    """``table``'s rows as lists of valid (``!= fill``) entries, changed per row: ``("add", x)``
-    adds ``x`` to the last entry, ``("append", x)`` appends ``x``; then padded with ``fill`` to
-    the longest row (the width of ``cu_seqlens`` and of THD lengths for contiguous ids)."""
-    rows = [[v for v in row if v != fill] for row in table.tolist()]
-    for b, (how, value) in changes.items():
-        if how == "add":
-            rows[b][-1] += value
-        else:
-            rows[b].append(value)
-    width = max(len(row) for row in rows)
-    return torch.tensor([row + [fill] * (width - len(row)) for row in rows], dtype=table.dtype)
 
 
 def _max_seqlen_of(cu_seqlens: torch.Tensor) -> int:
@@ -149,6 +136,7 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
             clause=", ".join(MORE_PADDING_CLAUSES),
             call=call,
             conditions=conditions,
+            document_ids=old.get("document_ids"),
         )
 
     # The k new slots.
@@ -244,7 +232,7 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
                 b: ("append", 1 + int(cumulative[b][cumulative[b] != -1][-1])) if starts_run[b] else ("add", 1)
                 for b in unpadded
             }
-            want_cu = _grown(cumulative, -1, changes)
+            want_cu = grown_table(cumulative, -1, changes, name="cu_seqlens", clause="batched-metadata", call=call)
             assert_tensor_equal(
                 "cu_seqlens (rows with no padding before gain one token)",
                 new["cu_seqlens"],
@@ -254,11 +242,21 @@ def test_more_padding_changes_nothing_at_old_positions(backend, data):
             )
             assert_batch_equal(new, {"max_seqlen": _max_seqlen_of(want_cu)}, clause="batched-metadata", call=call)
     else:
-        seq_lens = _grown(old["seq_lens"], THD_PAD, {b: ("append" if starts_run[b] else "add", 1) for b in unpadded})
-        padded = _grown(
+        seq_lens = grown_table(
+            old["seq_lens"],
+            THD_PAD,
+            {b: ("append" if starts_run[b] else "add", 1) for b in unpadded},
+            name="seq_lens",
+            clause="thd-lengths",
+            call=call,
+        )
+        padded = grown_table(
             old["seq_lens_padded"],
             THD_PAD,
             {b: ("append" if starts_run.get(b) else "add", extra) for b in range(len(case.rows))},
+            name="seq_lens_padded",
+            clause="thd-lengths",
+            call=call,
         )
         assert_tensor_equal("seq_lens", new["seq_lens"], seq_lens, clause="thd-lengths", call=call)
         assert_tensor_equal("seq_lens_padded", new["seq_lens_padded"], padded, clause="thd-lengths", call=call)

@@ -33,3 +33,24 @@ def test_triton_refuses_cpu_without_the_interpreter():
     )
     assert done.returncode != 0
     assert "TRITON_INTERPRET=1" in done.stderr
+
+
+STAGING = """
+import torch
+from batchspec.backends.triton import placement
+cpu = torch.device("cpu")
+assert placement.kernel_device(cpu) == cpu, "under the interpreter the kernels run on CPU tensors"
+placement.INTERPRETER = False
+torch.cuda.current_device = lambda: 1
+assert placement.kernel_device(cpu) == torch.device("cuda", 1), placement.kernel_device(cpu)
+assert placement.kernel_device(torch.device("cuda", 0)) == torch.device("cuda", 0)
+"""
+
+
+def test_triton_stages_cpu_tensors_on_the_gpu_without_the_interpreter():
+    """Compiled Triton kernels refuse CPU tensors, but a batch of lists gets CPU outputs
+    [tb-device]: on a CUDA machine without the interpreter the backend runs its kernels on the
+    current CUDA device (and copies the outputs back); under the interpreter, on the CPU."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", STAGING], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -16,7 +16,9 @@ from batchspec.conformance.helpers.fields import (
     field_clauses,
     label_clauses,
     label_targets,
+    xdoc_offsets_only,
 )
+from batchspec.conformance.helpers.metamorphic import grown_table
 from batchspec.conformance.helpers.sample_batches import Contract, packed_row, sample_batch
 from batchspec.conformance.run.spec import spec_field_clauses, spec_profiles
 
@@ -184,3 +186,81 @@ def test_a_two_way_start_target_follows_the_rule_the_other_labels_break():
     masked[0, 2] = ignore  # two-way
     masked[0, 4] = ignore  # token 9's target 4 starts the third document: plainly masked
     assert label_clauses(masked, expected, targets) == ("ctb-cross-document-targets",)
+
+
+def xdoc_batch() -> dict:
+    contract, output_format = ROUTES["block_causal+metadata"]
+    return reference.convert_text_batch(sample_batch(ROWS), contract, IGNORE, False, True, output_format)
+
+
+def test_xdoc_positions_wrong_by_a_subdocument_offset_are_blamed_on_ctb_xdoc_alone():
+    """Under xdoc, ``position_ids`` off by one constant over a whole subdocument (its offset, as a
+    kernel whose offsets scan is inclusive gives) are [ctb-xdoc]'s, not [ctb-positions]' (the
+    subdocument's own coordinates are right), even where the test cites [ctb-positions] only;
+    a change inside a subdocument keeps the field table's clauses, and padding stays
+    [ctb-positions]."""
+    expected = xdoc_batch()
+    ids = expected["document_ids"]
+    shifted = expected["position_ids"].clone()
+    shifted[ids == 2] += 3  # row 0's second subdocument starts 3 later
+    actual = {**expected, "position_ids": shifted}
+    with pytest.raises(ClauseFailure) as caught:
+        assert_training_batch_equal(
+            actual, expected, clause="ctb-positions", call="convert_text_batch(ROWS, xdoc)", conditions=["xdoc"]
+        )
+    assert caught.value.clauses == ("ctb-xdoc",)
+
+    inside = expected["position_ids"].clone()
+    inside[0, 1] += 1  # one coordinate inside row 0's first subdocument
+    with pytest.raises(ClauseFailure) as caught:
+        assert_training_batch_equal(
+            {**expected, "position_ids": inside},
+            expected,
+            clause="ctb-positions, ctb-xdoc",
+            call="convert_text_batch(ROWS, xdoc)",
+            conditions=["xdoc"],
+        )
+    assert caught.value.clauses == ("ctb-positions", "ctb-xdoc")
+
+    padding = expected["position_ids"].clone()
+    padding[ids == 0] += 1
+    with pytest.raises(ClauseFailure) as caught:
+        assert_training_batch_equal(
+            {**expected, "position_ids": padding},
+            expected,
+            clause="ctb-positions, ctb-xdoc",
+            call="convert_text_batch(ROWS, xdoc)",
+            conditions=["xdoc"],
+        )
+    assert caught.value.clauses == ("ctb-positions",)
+
+
+def test_xdoc_offsets_only_needs_one_constant_per_subdocument_and_none_on_padding():
+    ids = torch.tensor([[1, 1, 2, 2, 0]])
+    want = torch.tensor([[0, 1, 2, 3, 0]])
+    assert xdoc_offsets_only(want + torch.tensor([[0, 0, 5, 5, 0]]), want, ids)
+    assert not xdoc_offsets_only(want + torch.tensor([[0, 0, 5, 4, 0]]), want, ids)
+    assert not xdoc_offsets_only(want + torch.tensor([[0, 0, 5, 5, 1]]), want, ids)
+    assert not xdoc_offsets_only(want, want, ids)  # nothing differs
+    axes = torch.stack([want, want, want])
+    assert xdoc_offsets_only(axes + torch.tensor([[0, 0, 1, 1, 0]]), axes, ids)  # the same offset on every axis
+    uneven = axes.clone()
+    uneven[0, 0, 2:4] += 1
+    assert not xdoc_offsets_only(uneven, axes, ids)
+
+
+def test_the_more_padding_relation_blames_a_lost_last_span_on_its_clause():
+    """The more-padding metamorphic check grows the backend's own shorter-row THD lengths and
+    ``cu_seqlens``: a row to grow whose entries are all fill (its last span lost, as a kernel
+    writing each row's last span as padding gives) is a ClauseFailure on the table's clause, not
+    an IndexError blamed on every clause the check cites."""
+    grown = grown_table(
+        torch.tensor([[3, 2, -1000]]), -1000, {0: ("add", 1)}, name="seq_lens", clause="thd-lengths", call="c"
+    )
+    assert grown.tolist() == [[3, 3]]
+    with pytest.raises(ClauseFailure) as caught:
+        grown_table(
+            torch.tensor([[-1000, -1000]]), -1000, {0: ("add", 1)}, name="seq_lens", clause="thd-lengths", call="c"
+        )
+    assert caught.value.clauses == ("thd-lengths",)
+    assert "seq_lens[0]" in str(caught.value)
