@@ -22,7 +22,7 @@ import torch
 from batchspec.conformance.golden.case_values import stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import assert_keys, assert_raises, check, clause_failure
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
-from batchspec.conformance.helpers.storage import input_state, state_changes
+from batchspec.conformance.helpers.storage import input_state, listed_changes, state_changes
 
 # --- default_collater ---------------------------------------------------------------------------
 
@@ -255,7 +255,7 @@ def _assert_untouched(function, value, *args, call: str, **kwargs) -> None:
             f"{call} modified its input, but should leave it untouched (D-6)",
             clause="collaters-no-mutation",
             call=call,
-            details=":\n  " + "\n  ".join(changes[:8]),
+            details=listed_changes(changes),
         )
 
 

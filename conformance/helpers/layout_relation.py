@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from batchspec.conformance.helpers.asserts import ClauseFailure, assert_equal, clause_failure, summary
 from batchspec.conformance.helpers.layouts import describe_layout, laid_out
-from batchspec.conformance.helpers.storage import input_state, state_changes
+from batchspec.conformance.helpers.storage import input_state, listed_changes, state_changes
 
 __all__ = [
     "Ran",
@@ -159,8 +159,8 @@ def assert_unmodified(before: Mapping[str, dict], after: Mapping[str, dict], *, 
     changes = state_changes(before["laid"], after["laid"])
     if changes and not state_changes(before["contiguous"], after["contiguous"]):
         raise layout_failure(
-            "modified its non-contiguous input, which it leaves untouched in its contiguous copy:\n  "
-            + "\n  ".join(changes[:8])
+            "modified its non-contiguous input, which it leaves untouched in its contiguous copy"
+            + listed_changes(changes)
             + "\n",
             call,
         )

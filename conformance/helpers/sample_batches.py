@@ -15,7 +15,7 @@ import torch
 from zephon import SampleBatch, SampleMeta, SampleRecord
 
 from batchspec.conformance.helpers.asserts import clause_failure
-from batchspec.conformance.helpers.storage import input_state, state_changes
+from batchspec.conformance.helpers.storage import input_state, listed_changes, state_changes
 
 __all__ = [
     "TOKEN_FIELDS",
@@ -196,5 +196,5 @@ def assert_batch_unchanged(before: dict[str, tuple], batch: SampleBatch, *, what
             f"the SampleBatch was changed {what}, but should be untouched",
             clause="ctb-no-mutation",
             call=call,
-            details=":\n  " + "\n  ".join(changes[:8]),
+            details=listed_changes(changes),
         )

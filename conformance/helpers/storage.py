@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["input_state", "memory_span", "shared_storage", "state_changes", "tensors_in"]
+__all__ = ["input_state", "listed_changes", "memory_span", "shared_storage", "state_changes", "tensors_in"]
 
 
 def tensors_in(value: Any, path: str = "") -> dict[str, torch.Tensor]:
@@ -187,6 +187,16 @@ def state_changes(before: Mapping[str, tuple], after: Mapping[str, tuple]) -> li
             changes.append(f"{path}: {_describe(then)} became {_describe(now)}")
     changes.extend(f"{path} was added" for path in after if path not in before)
     return changes
+
+
+SHOWN_CHANGES = 8
+"""How many changed paths a failure message lists."""
+
+
+def listed_changes(changes: list[str]) -> str:
+    """``state_changes``' first ``SHOWN_CHANGES`` paths, one per indented line (with a leading
+    colon and newline, to follow a failure's message)."""
+    return ":\n  " + "\n  ".join(changes[:SHOWN_CHANGES])
 
 
 def _describe(state: tuple) -> str:
