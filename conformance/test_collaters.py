@@ -87,6 +87,32 @@ def test_default_collater_keyerror_is_the_missing_key(backend):
 
 
 @pytest.mark.requires("collaters")
+@pytest.mark.clause("dcoll-divisible-zero")
+@pytest.mark.parametrize("keyword", [False, True], ids=["positional", "keyword"])
+def test_default_collater_divisible_zero_is_no_rounding(backend, keyword):
+    """``pad_seq_len_divisible=0`` (no length is a multiple of 0) is read as ``None``: lists are
+    padded to the longest length, 3, and nothing is raised (SHOULD, SPEC 1.5). The divisors 1
+    and -1, which [dcoll-fields] itself fixes at the longest length, are golden cases
+    (``test_default_collater_pad_seq_len_divisible_1``, ``..._minus_1``)."""
+    batch = [{"input_ids": [1, 2, 3], "attention_mask": [1, 1, 1]}, {"input_ids": [4], "attention_mask": [1]}]
+    try:
+        out = backend.default_collater(batch, pad_seq_len_divisible=0) if keyword else backend.default_collater(batch, 0)
+    except Exception as error:
+        raise clause_failure(
+            f"pad_seq_len_divisible=0 raised {type(error).__name__}({str(error)[:200]}), but should pad to the "
+            "longest length as None does",
+            clause="dcoll-divisible-zero",
+        ) from error
+    want = {"input_ids": [[1, 2, 3], [4, 0, 0]], "attention_mask": [[1, 1, 1], [1, 0, 0]]}
+    got = {key: out[key].tolist() if isinstance(out.get(key), torch.Tensor) else out.get(key) for key in want}
+    check(
+        got == want,
+        f"pad_seq_len_divisible=0 gave {got}, but should give the longest length's padding {want}",
+        clause="dcoll-divisible-zero",
+    )
+
+
+@pytest.mark.requires("collaters")
 @pytest.mark.clause("thdcoll-prepacked")
 def test_thd_collater_of_an_empty_batch_is_a_dict(backend):
     """An empty batch gives a dict (golden case test_thd_collater_of_an_empty_batch: ``{}``)."""

@@ -95,14 +95,16 @@ def default_collater(
     batch: Sequence[Mapping[str, Any]],
     pad_seq_len_divisible: int | None = None,
 ) -> dict[str, Any]:
-    """Pad and batch a list of examples [dcoll-fields, dcoll-pad-values, dcoll-padding-mask,
-    tb-layout].
+    """Pad and batch a list of examples [dcoll-fields, dcoll-divisible-zero, dcoll-pad-values,
+    dcoll-padding-mask, tb-layout].
 
     Args:
         batch: ``B`` example mappings. The keys come from item 0, in its order (a later item's
             extra keys are ignored). Item 0 may carry ``___PAD_TOKEN_IDS___``, a ``{key: pad}``
             dict that overrides the built-in pad values; it is not an output key.
-        pad_seq_len_divisible: when truthy, padded list fields are widened to a multiple of it.
+        pad_seq_len_divisible: when truthy, padded list fields are widened to a multiple of it
+            (1 and -1 leave the longest length); ``0``, like ``None``, does not round
+            [dcoll-divisible-zero].
 
     Returns:
         A new dict, per key in item 0's order:

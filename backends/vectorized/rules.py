@@ -212,8 +212,9 @@ def collater_pad_value(key: str, overrides: Mapping[str, Any] | None) -> Any:
 
 
 def padded_width(longest: int, pad_seq_len_divisible: Any) -> Any:
-    """The collaters' row width [dcoll-fields]: ``longest`` rounded up to a multiple of
-    ``pad_seq_len_divisible`` when that is truthy (a float divisor gives a float)."""
+    """The collaters' row width [dcoll-fields, dcoll-divisible-zero]: ``longest`` rounded up to
+    a multiple of ``pad_seq_len_divisible`` when that is truthy (a float divisor gives a float;
+    1 and -1 give ``longest``), ``longest`` itself for ``None`` and ``0``."""
     if pad_seq_len_divisible:
         return math.ceil(longest / pad_seq_len_divisible) * pad_seq_len_divisible
     return longest
