@@ -96,7 +96,9 @@ def test_default_collater_divisible_zero_is_no_rounding(backend, keyword):
     (``test_default_collater_pad_seq_len_divisible_1``, ``..._minus_1``)."""
     batch = [{"input_ids": [1, 2, 3], "attention_mask": [1, 1, 1]}, {"input_ids": [4], "attention_mask": [1]}]
     try:
-        out = backend.default_collater(batch, pad_seq_len_divisible=0) if keyword else backend.default_collater(batch, 0)
+        out = (
+            backend.default_collater(batch, pad_seq_len_divisible=0) if keyword else backend.default_collater(batch, 0)
+        )
     except Exception as error:
         raise clause_failure(
             f"pad_seq_len_divisible=0 raised {type(error).__name__}({str(error)[:200]}), but should pad to the "

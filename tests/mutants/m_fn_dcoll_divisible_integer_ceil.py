@@ -1,6 +1,7 @@
-"""default_collater rounds the padded width up with integer arithmetic, `(width + d - 1) // d * d`: right for d >= 1, but d = -1 gives width - 2. Breaks: [dcoll-fields]
+"""default_collater rounds the width up as `(width + d - 1) // d * d`: d = -1 gives width - 2. Breaks: [dcoll-fields]
 
-Every length is a multiple of -1, so the width must stay the longest; here shorter rows are left unpadded and the batch is ragged.
+The integer ceiling is right for d >= 1. Every length is a multiple of -1, so the width must stay
+the longest; here shorter rows are left unpadded and the batch is ragged.
 """
 
 from mutant_base import reference, reference_with

@@ -1,6 +1,7 @@
-"""load_state_dict accepts a body whose topology has dp_degree 0 (`>= 0` for dp_degree, `>= 1` for the others). Breaks: [state-envelope], [state-load-validates-first]
+"""load_state_dict takes a topology's dp_degree 0 (checked `>= 0`). Breaks: [state-envelope], [state-load-validates-first]
 
-world_size 0 and a string canonical_replicas are refused; dp_degree 0, one below its bound, is read as a valid body.
+The topology check reads `>= 0` for dp_degree and `>= 1` for the others: world_size 0 and a string
+canonical_replicas are refused; dp_degree 0, one below its bound, is read as a valid body.
 """
 
 import json

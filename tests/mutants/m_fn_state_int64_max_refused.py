@@ -1,6 +1,7 @@
-"""load_state_dict refuses a state integer of 2**63 - 1 as a malformed body (`n < 2**63 - 1`, one short of the 64-bit bound). Breaks: [state-load-validates-first], [state-body-valid]
+"""load_state_dict refuses a state integer of 2**63 - 1 (`n < 2**63 - 1`). Breaks: [state-load-validates-first], [state-body-valid]
 
-A counter of int64's largest value has the structure of the pipeline's checkpoint: check 5 does not fail, so naming it is wrong.
+The structure check's 64-bit bound is one short: a counter of int64's largest value has the
+structure of the pipeline's checkpoint: check 5 does not fail, so naming it is wrong.
 """
 
 from mutant_base import reference, reference_with
