@@ -281,9 +281,7 @@ def test_an_integer_at_int64s_largest_is_no_malformed_body(backend, scratch):
     body = body_of(saved[-1])
     placed = _at_int64_largest([body_of(data)["state"] for data in saved])
     if not placed:
-        raise ClauseFailure(
-            "the pipeline's checkpoints hold no integer both states share [state-body-valid]", "state-body-valid"
-        )
+        raise clause_failure("the pipeline's checkpoints hold no integer both states share", clause="state-body-valid")
     refused = []
     for where, state in placed:
         loader = make_loader(backend, _pipeline(scratch / "loaded"))
