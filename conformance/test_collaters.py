@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.golden.stored import stored_inputs, stored_options
+from batchspec.conformance.golden.stored import stored_expected, stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import assert_keys, assert_raises, check, clause_failure
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
 from batchspec.conformance.helpers.storage import input_state, state_changes
@@ -86,6 +86,9 @@ def test_default_collater_keyerror_is_the_missing_key(backend):
 # --- packed_sequence_thd_collater ------------------------------------------------------------
 
 
+DIVISIBLE_NONE = "test_default_collater_pad_seq_len_divisible_None"
+
+
 @pytest.mark.requires("collaters")
 @pytest.mark.clause("dcoll-divisible-zero")
 @pytest.mark.parametrize("keyword", [False, True], ids=["positional", "keyword"])
@@ -94,7 +97,8 @@ def test_default_collater_divisible_zero_is_no_rounding(backend, keyword):
     padded to the longest length, 3, and nothing is raised (SHOULD, SPEC 1.5). The divisors 1
     and -1, which [dcoll-fields] itself fixes at the longest length, are golden cases
     (``test_default_collater_pad_seq_len_divisible_1``, ``..._minus_1``)."""
-    batch = [{"input_ids": [1, 2, 3], "attention_mask": [1, 1, 1]}, {"input_ids": [4], "attention_mask": [1]}]
+    # the golden case with None: lists [1, 2, 3] and [4], the longest length 3
+    batch = stored_inputs(DIVISIBLE_NONE)["batch"]
     try:
         out = (
             backend.default_collater(batch, pad_seq_len_divisible=0) if keyword else backend.default_collater(batch, 0)
@@ -105,11 +109,11 @@ def test_default_collater_divisible_zero_is_no_rounding(backend, keyword):
             "longest length as None does",
             clause="dcoll-divisible-zero",
         ) from error
-    want = {"input_ids": [[1, 2, 3], [4, 0, 0]], "attention_mask": [[1, 1, 1], [1, 0, 0]]}
-    got = {key: out[key].tolist() if isinstance(out.get(key), torch.Tensor) else out.get(key) for key in want}
+    want = stored_expected(DIVISIBLE_NONE)
+    got = {key: out.get(key) for key in want}
     check(
-        got == want,
-        f"pad_seq_len_divisible=0 gave {got}, but should give the longest length's padding {want}",
+        all(isinstance(got[key], torch.Tensor) and torch.equal(got[key], want[key]) for key in want),
+        f"pad_seq_len_divisible=0 gave {got}, but should give what None gives, the longest length's padding {want}",
         clause="dcoll-divisible-zero",
     )
 
