@@ -170,7 +170,7 @@ def _at_int64_largest(states: list[dict]) -> list[tuple[str, dict]]:
     item 4 of [state-body-valid] keeps, at each place every state holds an integer (a version
     aside: item 4 fixes its value)."""
     state = states[-1]
-    found = []
+    found: list[tuple[str, dict]] = []
     for path, values in _shared(states).items():
         if path and path[-1] != "version" and all(type(v) is int for v in values):
             found.append(("state" + "".join(f"[{step!r}]" for step in path), _edited(state, path, _replace(2**63 - 1))))
@@ -282,7 +282,7 @@ def test_an_integer_at_int64s_largest_is_no_malformed_body(backend, scratch):
     placed = _at_int64_largest([body_of(data)["state"] for data in saved])
     if not placed:
         raise clause_failure("the pipeline's checkpoints hold no integer both states share", clause="state-body-valid")
-    refused = []
+    refused: list[str] = []
     for where, state in placed:
         loader = make_loader(backend, _pipeline(scratch / "loaded"))
         try:
