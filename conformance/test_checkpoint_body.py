@@ -155,12 +155,25 @@ def _mutations(states: list[dict]) -> dict[str, list[tuple[str, dict]]]:
             add("integer-as-boolean", path, _edited(state, path, _replace(value != 0)))
             # item 4: below 2**63; non-negative (a seed, the user's own setting, may be negative)
             add("integer-beyond-int64", path, _edited(state, path, _replace(2**64 + value)))
+            add("integer-at-int64-end", path, _edited(state, path, _replace(2**63)))  # the bound itself
             if path[-1] != "seed":
                 add("integer-negative", path, _edited(state, path, _replace(-1 - value)))
             if path[-1] == "version":
                 add("version-changed", path, _edited(state, path, _replace(value + 1)))
         elif isinstance(value, str):
             add("string-as-integer", path, _edited(state, path, _replace(7)))
+    return found
+
+
+def _at_int64_largest(states: list[dict]) -> list[tuple[str, dict]]:
+    """(where, state): the last of ``states`` with one integer set to 2**63 - 1, the largest that
+    item 4 of [state-body-valid] keeps, at each place every state holds an integer (a version
+    aside: item 4 fixes its value)."""
+    state = states[-1]
+    found: list[tuple[str, dict]] = []
+    for path, values in _shared(states).items():
+        if path and path[-1] != "version" and all(type(v) is int for v in values):
+            found.append(("state" + "".join(f"[{step!r}]" for step in path), _edited(state, path, _replace(2**63 - 1))))
     return found
 
 
@@ -181,6 +194,7 @@ MUTATION_CLASSES = {
     "integer-as-boolean": 3,
     "string-as-integer": 3,
     "integer-beyond-int64": 4,
+    "integer-at-int64-end": 4,
     "integer-negative": 4,
     "version-changed": 4,
 }
@@ -253,3 +267,31 @@ def test_a_reshaped_state_is_a_malformed_body_at_load(backend, scratch, mutation
         f"the unmutated state resumes {rest}, but should resume {whole[POSITIONS[-1] :]}",
         clause="state-exact-resume",
     )
+
+
+@pytest.mark.requires("zephon_loader", "zephon_state")
+@pytest.mark.clause("state-load-validates-first", "state-load-validates-first.5", "state-body-valid")
+def test_an_integer_at_int64s_largest_is_no_malformed_body(backend, scratch):
+    """[state-body-valid] item 4's bound from below (issue 31): a state with the structure whose
+    integer (a count, an offset, a seed) is 2**63 - 1, re-signed, fails none of the checks of
+    [state-load-validates-first], so ``load_state_dict`` accepts it (what the value describes is
+    the first ``next()``'s business, never iterated here). 2**63 itself is the class
+    ``integer-at-int64-end`` of ``test_a_reshaped_state_is_a_malformed_body_at_load``."""
+    saved = [envelope_after(backend, _pipeline(scratch / f"saved-{k}"), k) for k in POSITIONS]
+    body = body_of(saved[-1])
+    placed = _at_int64_largest([body_of(data)["state"] for data in saved])
+    if not placed:
+        raise clause_failure("the pipeline's checkpoints hold no integer both states share", clause="state-body-valid")
+    refused: list[str] = []
+    for where, state in placed:
+        loader = make_loader(backend, _pipeline(scratch / "loaded"))
+        try:
+            loader.load_state_dict({"zephon": envelope(canonical_json({**body, "state": state}))})
+        except ValueError as error:
+            refused.append(f"{where}: {str(error)[:200]}")
+    if refused:
+        raise clause_failure(
+            f"{len(refused)} of {len(placed)} states with one integer at 2**63 - 1 (in range: -2**63 <= n < 2**63) "
+            f"were refused at load, though they have the structure and fail no check; refused at: {refused[:3]}",
+            clause="state-load-validates-first",
+        )

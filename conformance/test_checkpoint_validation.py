@@ -260,6 +260,8 @@ FIRST_FAILED_CHECK = [
     (("topology_extra_key",), "malformed body"),
     (("topology_replicas_as_string",), "malformed body"),
     (("topology_world_size_0",), "malformed body"),
+    (("topology_dp_degree_0",), "malformed body"),
+    (("topology_replicas_0",), "malformed body"),
     (("state_nan",), "malformed body"),
     (("body_duplicate_key",), "malformed body"),
     (("fingerprint_not_string",), "malformed body"),

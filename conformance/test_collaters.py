@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from batchspec.conformance.golden.case_values import stored_inputs, stored_options
+from batchspec.conformance.golden.case_values import stored_expected, stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import assert_keys, assert_raises, check, clause_failure
 from batchspec.conformance.helpers.literals import IGNORE_INDEX, PAD_TOKEN_IDS_KEY
 from batchspec.conformance.helpers.storage import input_state, listed_changes, state_changes
@@ -84,6 +84,38 @@ def test_default_collater_keyerror_is_the_missing_key(backend):
 
 
 # --- packed_sequence_thd_collater ------------------------------------------------------------
+
+
+DIVISIBLE_NONE = "test_default_collater_pad_seq_len_divisible_None"
+
+
+@pytest.mark.requires("collaters")
+@pytest.mark.clause("dcoll-divisible-zero")
+@pytest.mark.parametrize("keyword", [False, True], ids=["positional", "keyword"])
+def test_default_collater_divisible_zero_is_no_rounding(backend, keyword):
+    """``pad_seq_len_divisible=0`` (no length is a multiple of 0) is read as ``None``: lists are
+    padded to the longest length, 3, and nothing is raised (SHOULD, SPEC 1.5). The divisors 1
+    and -1, which [dcoll-fields] itself fixes at the longest length, are golden cases
+    (``test_default_collater_pad_seq_len_divisible_1``, ``..._minus_1``)."""
+    # the golden case with None: lists [1, 2, 3] and [4], the longest length 3
+    batch = stored_inputs(DIVISIBLE_NONE)["batch"]
+    try:
+        out = (
+            backend.default_collater(batch, pad_seq_len_divisible=0) if keyword else backend.default_collater(batch, 0)
+        )
+    except Exception as error:
+        raise clause_failure(
+            f"pad_seq_len_divisible=0 raised {type(error).__name__}({str(error)[:200]}), but should pad to the "
+            "longest length as None does",
+            clause="dcoll-divisible-zero",
+        ) from error
+    want = stored_expected(DIVISIBLE_NONE)
+    got = {key: out.get(key) for key in want}
+    check(
+        all(isinstance(got[key], torch.Tensor) and torch.equal(got[key], want[key]) for key in want),
+        f"pad_seq_len_divisible=0 gave {got}, but should give what None gives, the longest length's padding {want}",
+        clause="dcoll-divisible-zero",
+    )
 
 
 @pytest.mark.requires("collaters")

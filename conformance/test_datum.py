@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchspec.conformance.golden.call_arguments import build_datum
-from batchspec.conformance.golden.case_values import stored_inputs, stored_options
+from batchspec.conformance.golden.case_values import stored_expected, stored_inputs, stored_options
 from batchspec.conformance.helpers.asserts import (
     assert_batch_equal,
     assert_keys,
@@ -213,6 +213,29 @@ def test_collate_does_not_mutate_example_datums(backend, packed):
     before = [_datum_state(d) for d in datums]
     backend.collate_datums(datums, packed=packed, pad_seq_len_divisible=4, ignore_index=-1)
     _assert_datums_unchanged(before, datums, clause="collate-no-mutation", call=f"Example I/J, packed={packed}")
+
+
+@pytest.mark.requires("datum")
+@pytest.mark.clause("collate-divisible-zero")
+def test_collate_divisible_zero_is_no_rounding(backend):
+    """Padded, ``pad_seq_len_divisible=0`` (no length is a multiple of 0) is read as ``None``: Example I's
+    width stays its longest datum's 3 tokens and nothing is raised (SHOULD, SPEC 1.5; the expected
+    values are golden case test_collate_example_i_padded's)."""
+    try:
+        out = backend.collate_datums(example_datums(backend), pad_seq_len_divisible=0)
+    except Exception as error:
+        raise clause_failure(
+            f"pad_seq_len_divisible=0 raised {type(error).__name__}({str(error)[:200]}), but should give the "
+            "longest length's width as None does",
+            clause="collate-divisible-zero",
+        ) from error
+    want = stored_expected("test_collate_example_i_padded")
+    got = {key: out.get(key) for key in want}
+    check(
+        all(isinstance(got[key], torch.Tensor) and torch.equal(got[key], want[key]) for key in want),
+        f"pad_seq_len_divisible=0 gave {got}, but should give what None gives, the longest length's width {want}",
+        clause="collate-divisible-zero",
+    )
 
 
 # --- hypothesis invariants --------------------------------------------------------------------

@@ -41,7 +41,7 @@ from batchspec.reference.output import (
 __version__ = "0.1.0"
 
 # The SPEC.md version this backend implements; the suite refuses a backend of another major.
-BATCHSPEC_SPEC_VERSION = "1.4"
+BATCHSPEC_SPEC_VERSION = "1.5"
 
 # What this backend implements, in the names conformance/run/backends.py defines. A conformance
 # test that needs a capability missing here reports "not supported" instead of failing.

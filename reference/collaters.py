@@ -64,12 +64,14 @@ def _right_pad(rows: list[Any], pad: Any, pad_seq_len_divisible: int | None = No
     """Right-pad every row to the longest row's length [dcoll-fields, dcoll-pad-values].
 
     The target length is rounded up to a multiple of ``pad_seq_len_divisible`` when that is
-    truthy. ``pad=None`` pads with item 0's last element (``IndexError`` when row 0 is empty).
+    truthy, of its absolute value when negative (the multiples of -2 are those of 2), so the
+    width is never below the longest row. ``pad=None`` pads with item 0's last element (``IndexError`` when row 0 is empty).
     Rows are extended with ``row + [pad] * missing``, so they are expected to be lists.
     """
     width = max(len(row) for row in rows)
     if pad_seq_len_divisible:
-        width = math.ceil(width / pad_seq_len_divisible) * pad_seq_len_divisible
+        divisor = abs(pad_seq_len_divisible)
+        width = math.ceil(width / divisor) * divisor
     if pad is None:
         pad = rows[0][-1]
     return [row + [pad] * (width - len(row)) for row in rows]
@@ -95,14 +97,16 @@ def default_collater(
     batch: Sequence[Mapping[str, Any]],
     pad_seq_len_divisible: int | None = None,
 ) -> dict[str, Any]:
-    """Pad and batch a list of examples [dcoll-fields, dcoll-pad-values, dcoll-padding-mask,
-    tb-layout].
+    """Pad and batch a list of examples [dcoll-fields, dcoll-divisible-zero, dcoll-pad-values,
+    dcoll-padding-mask, tb-layout].
 
     Args:
         batch: ``B`` example mappings. The keys come from item 0, in its order (a later item's
             extra keys are ignored). Item 0 may carry ``___PAD_TOKEN_IDS___``, a ``{key: pad}``
             dict that overrides the built-in pad values; it is not an output key.
-        pad_seq_len_divisible: when truthy, padded list fields are widened to a multiple of it.
+        pad_seq_len_divisible: when truthy, padded list fields are widened to a multiple of it,
+            of its absolute value when negative (1 and -1 leave the longest length); ``0``, like ``None``, does not round
+            [dcoll-divisible-zero].
 
     Returns:
         A new dict, per key in item 0's order:

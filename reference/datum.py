@@ -152,13 +152,14 @@ def collate_datums(
 ) -> dict[str, Any]:
     """Collate datums into one model-ready batch [collate-keyword-only, collate-padded,
     collate-padding-by-position, collate-packed, collate-weights, collate-side-inputs,
-    collate-errors, collate-empty-datum-padded, collate-no-mutation, tb-layout].
+    collate-errors, collate-empty-datum-padded, collate-divisible-zero, collate-no-mutation, tb-layout].
 
     Args:
         datums: ``B >= 1`` datums, one sequence each (lengths ``T_i``).
         packed: keyword-only. False: padded ``[B, W]`` rows; True: one THD row ``[1, sum(T_i)]``.
-        pad_seq_len_divisible: keyword-only; padded mode rounds ``W`` up to a multiple of it
-            (ignored when packed).
+        pad_seq_len_divisible: keyword-only; padded mode rounds ``W`` up to a multiple of it, of
+            its absolute value when negative; ``0``, like ``None``, does not round
+            [collate-divisible-zero] (ignored when packed).
         ignore_index: keyword-only; the label where ``weights == 0``, and of every position
             of a datum without ``target_tokens`` in packed mode. Padded mode's padding labels
             are -100 whatever it is (A6).

@@ -83,10 +83,25 @@ EXPECTED_DIFFERENCES: dict[str, tuple[str, str]] = {
         "every item; THD synthesis also rewrites the items (adds `seq_lens`, `seq_lens_padded`, "
         "`position_ids`, pops `attention_mask`, replaces a shorter item's `input_ids`/`labels` with padded lists)",
     ),
+    "collate-errors": (
+        "D-11",
+        "`collate_datums` raises on a valid input: a negative `pad_seq_len_divisible` with an odd longest length "
+        "(3, -2 gives width 2) leaves its rows ragged and `torch.tensor` raises `ValueError`",
+    ),
+    "collate-padded": (
+        "D-11",
+        "`collate_datums` pads through `default_collater`, whose width `ceil(L / d) * d` is below the longest "
+        "length for a negative `pad_seq_len_divisible` (longest 3, -2 gives 2): `torch.tensor` raises `ValueError`",
+    ),
     "datum-construct": (
         "D-6",
         "`Datum.__post_init__` keeps the caller's `loss_fn_inputs` dict as its own and writes the "
         "converted tensors into it",
+    ),
+    "dcoll-fields": (
+        "D-11",
+        "`default_collater`'s width `ceil(L / d) * d` is below the longest length for a negative "
+        "`pad_seq_len_divisible` (longest 3, -2 gives 2): the rows stay ragged and `torch.tensor` raises `ValueError`",
     ),
 }
 

@@ -54,8 +54,9 @@ from batchspec.backends.vectorized import (
 
 __version__ = "0.1.0"
 # The SPEC.md version this backend implements: 1.4's one addition, [state-body-valid], comes with
-# vectorized's ZephonDataLoader (the reference's, which checks the body at load).
-BATCHSPEC_SPEC_VERSION = "1.4"
+# vectorized's ZephonDataLoader (the reference's, which checks the body at load); 1.5's
+# [dcoll-divisible-zero] with vectorized's default_collater.
+BATCHSPEC_SPEC_VERSION = "1.5"
 
 __all__ = [
     "BATCHSPEC_CAPABILITIES",

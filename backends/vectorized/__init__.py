@@ -40,7 +40,7 @@ from batchspec.reference import (
 __version__ = "0.1.0"
 
 # The SPEC.md version this backend implements.
-BATCHSPEC_SPEC_VERSION = "1.4"
+BATCHSPEC_SPEC_VERSION = "1.5"
 
 # The SPEC.md profiles this backend implements (SPEC.md, "Conformance"). Declared one by one:
 # a test of a profile left out reports "not supported" instead of failing, and "thd" and

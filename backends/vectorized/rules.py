@@ -212,16 +212,19 @@ def collater_pad_value(key: str, overrides: Mapping[str, Any] | None) -> Any:
 
 
 def padded_width(longest: int, pad_seq_len_divisible: Any) -> Any:
-    """The collaters' row width [dcoll-fields]: ``longest`` rounded up to a multiple of
-    ``pad_seq_len_divisible`` when that is truthy (a float divisor gives a float)."""
+    """The collaters' row width [dcoll-fields, dcoll-divisible-zero]: ``longest`` rounded up to
+    a multiple of ``pad_seq_len_divisible`` when that is truthy, of its absolute value when
+    negative (a float divisor gives a float; 1 and -1 give ``longest``), ``longest`` itself for
+    ``None`` and ``0``."""
     if pad_seq_len_divisible:
-        return math.ceil(longest / pad_seq_len_divisible) * pad_seq_len_divisible
+        divisor = abs(pad_seq_len_divisible)
+        return math.ceil(longest / divisor) * divisor
     return longest
 
 
 def odd_width(longest: int, pad_seq_len_divisible: Any) -> bool:
-    """Whether ``padded_width`` is not an int of at least ``longest`` (a float or negative
-    divisor): the input upstream pads with its own list semantics."""
+    """Whether ``padded_width`` is not an int of at least ``longest`` (a float divisor): the
+    input upstream pads with its own list semantics."""
     width = padded_width(longest, pad_seq_len_divisible)
     return type(width) is not int or width < longest
 

@@ -121,7 +121,7 @@ def datum_cases(draw, min_len: int = 0) -> DatumCase:
         ids_form=draw(st.sampled_from(TOKEN_FORMS), label="ids_form"),
         targets_form=draw(st.sampled_from(holding), label="targets_form"),
         ignore_index=ignore_index,
-        divisible=draw(st.sampled_from((None, None, 1, 2, 3, 4, 8)), label="pad_seq_len_divisible"),
+        divisible=draw(st.sampled_from((None, None, 1, 2, 3, 4, 8, -2)), label="pad_seq_len_divisible"),
     )
 
 
@@ -161,8 +161,8 @@ def expected_collation(case: DatumCase, *, packed: bool) -> dict[str, Any]:
         out["qkv_format"] = "thd"
     else:
         width = max(lengths)
-        if case.divisible:
-            width = -(-width // case.divisible) * case.divisible
+        if case.divisible:  # a multiple of its absolute value when negative [collate-padded]
+            width = -(-width // abs(case.divisible)) * abs(case.divisible)
         out["input_ids"] = long([row + [0] * (width - len(row)) for row in case.ids]).reshape(n, width)
         attention = [[1] * t + [0] * (width - t) for t in lengths]
         out["attention_mask"] = long(attention).reshape(n, width)

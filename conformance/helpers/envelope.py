@@ -161,6 +161,14 @@ def _zero_world_size(body: dict) -> None:
     body["topology"]["world_size"] = 0
 
 
+def _zero_dp_degree(body: dict) -> None:
+    body["topology"]["dp_degree"] = 0
+
+
+def _zero_replicas(body: dict) -> None:
+    body["topology"]["canonical_replicas"] = 0
+
+
 def _nan_in_state(body: dict) -> None:
     body["state"]["nan"] = float("nan")  # json.dumps writes it as NaN, which is not JSON
 
@@ -216,6 +224,9 @@ CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
     "body_extra_key": _edit_body(_extra_body_key),
     "topology_extra_key": _edit_body(_extra_topology_key),
     "topology_world_size_0": _edit_body(_zero_world_size),
+    # each topology integer one below its bound of 1 ([state-envelope]); the saved 1 is the bound itself
+    "topology_dp_degree_0": _edit_body(_zero_dp_degree),
+    "topology_replicas_0": _edit_body(_zero_replicas),
     "state_nan": _edit_body(_nan_in_state),
     "body_duplicate_key": _duplicate_fingerprint,
     "fingerprint_not_string": _edit_body(_number_fingerprint),

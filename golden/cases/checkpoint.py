@@ -462,6 +462,39 @@ def case_length_fields_at_their_bounds():
     )
 
 
+def case_topology_at_its_bounds():
+    """[state-envelope]'s topology integers at their bound of 1 (issue 31): ``dp_degree`` 0 and
+    ``canonical_replicas`` 0, re-signed, are a ``malformed body`` (each is one below the bound;
+    check 5 comes before check 7, so a changed ``canonical_replicas`` is not the check named); the
+    saved state, whose ``world_size``, ``dp_degree`` and ``canonical_replicas`` are exactly 1,
+    loads and resumes."""
+    bounds = (
+        ("topology_dp_degree_0", "malformed body"),
+        ("topology_replicas_0", "malformed body"),
+        ("topology_world_size_0", "malformed body"),
+    )
+    return _canon(
+        "topology_at_its_bounds",
+        ("state-load-validates-first", "state-envelope"),
+        "the state saved after 5 batches (world_size, dp_degree and canonical_replicas all 1) with its topology's "
+        "dp_degree, canonical_replicas or world_size set to 0 and a correct digest: each raises ValueError starting "
+        "with 'malformed body'; the loader is unchanged and the untampered state (every topology integer at its "
+        "bound, 1) loads and resumes",
+        {"A": A},
+        [
+            *save_after("A", 5),
+            ("new:A", None),
+            *[(f"load:S:{how}", raised("ValueError", check)) for how, check in bounds],
+            ("state", ""),
+            ("calls", ZERO_CALLS),
+            ("restores", 0),
+            ("load:S", None),
+            ("same:S", True),
+            ("rest", rows(5, 6, 7, 8, 9)),
+        ],
+    )
+
+
 def case_check_order():
     return _canon(
         "checks_run_in_order",

@@ -297,13 +297,16 @@ def case_default_collater():
             keys=("labels",),
         )
     )
-    # the longest length 3: exactly a multiple of 1 and 3, one past a multiple of 2 (the width
-    # rounded up however small the remainder), below 4, 5 and 8
-    for divisible, width in ((None, 3), (1, 3), (2, 4), (3, 3), (4, 4), (5, 5), (8, 8)):
+    # the longest length 3: exactly a multiple of 1, -1 and 3 (1 the smallest positive divisor;
+    # every length is a multiple of 1 and of -1: issue 31, SPEC 1.5), one past a multiple of 2 (the
+    # width rounded up however small the remainder), below 4, 5 and 8. 0, a SHOULD
+    # ([dcoll-divisible-zero]), is conformance/test_collaters.py's. -2 rounds up to a multiple of
+    # 2, its absolute value (SPEC 1.5's clarification; upstream's ceil(3 / -2) * -2 gives 2).
+    for divisible, width in ((None, 3), (1, 3), (-1, 3), (2, 4), (-2, 4), (3, 3), (4, 4), (5, 5), (8, 8)):
         for keyword in (False, True):
             cases.append(
                 _dcoll(
-                    f"pad_seq_len_divisible_{divisible}{'_keyword' if keyword else ''}",
+                    f"pad_seq_len_divisible_{str(divisible).replace('-', 'minus_')}{'_keyword' if keyword else ''}",
                     ["dcoll-fields"],
                     f"pad_seq_len_divisible={divisible} ({'by keyword' if keyword else 'positional'}): lists are "
                     f"padded to the longest length rounded up to a multiple of it, width {width}",
@@ -318,6 +321,21 @@ def case_default_collater():
                     **({"keyword": True} if keyword else {}),
                 )
             )
+    cases.append(
+        _dcoll(
+            "pad_seq_len_divisible_minus_2_longest_4",
+            ["dcoll-fields"],
+            "pad_seq_len_divisible=-2, the longest length 4: already a multiple of 2 (|-2|), so the width stays 4",
+            [{"input_ids": [1, 2, 3, 4], "attention_mask": [1, 1, 1, 1]}, {"input_ids": [5], "attention_mask": [1]}],
+            {
+                "input_ids": long([[1, 2, 3, 4], [5, 0, 0, 0]]),
+                "attention_mask": long([[1, 1, 1, 1], [1, 0, 0, 0]]),
+                "padding_mask": bools([[F, F, F, F], [F, T, T, T]]),
+            },
+            keys=("input_ids", "attention_mask", "padding_mask"),
+            pad_seq_len_divisible=-2,
+        )
+    )
     cases += [
         _dcoll(
             "tensor_fields_are_concatenated",

@@ -897,6 +897,29 @@ def case_unpacked_record_as_long_as_pad_to_length():
     )
 
 
+def case_unpacked_pad_to_length_2():
+    """[unpacked-errors] item 2 at its bound (issue 31): ``pad_to_length`` 2, the smallest the
+    item leaves valid (1 is test_unpacked_rejects_length_below_2), on the batched route: each row
+    is one input token (S = 1) and its target."""
+    return Case(
+        name="test_unpacked_pad_to_length_2",
+        clauses=("unpacked-errors", "unpacked-errors.2", "unpacked-padding"),
+        description="records [5,6] and [7] without positions, pad_to_length 2 (the smallest valid), pad_token_id 0: "
+        "rows [5,6] and [7,0], one input token each; the second row's target is padding",
+        function="convert_text_batch",
+        inputs=rows(Row((5, 6), None, None), Row((7,), None, None)),
+        options={"pad_to_length": 2, "pad_token_id": 0},
+        expected={
+            "input_ids": long([[5], [7]]),
+            "labels": long([[6], [-100]]),
+            "position_ids": long([[0], [0]]),
+            "padding_mask": bools([[F], [F]]),
+            "document_ids": long([[1], [1]]),
+        },
+        keys=BATCHED_KEYS,
+    )
+
+
 # (name, the field of record 1 replaced, its value, error type, the [ctb-input-errors] item): a
 # per-element fault in the FIRST or the LAST column of record 1 = (1, 2, 3), positions (0, 1, 2);
 # each value is its item's only fault (a float of the element's own value is not an int; at

@@ -115,6 +115,31 @@ def case_divisible_at_its_bound():
             keys=PADDED + SIDE,
             pad_seq_len_divisible=2,
         ),
+        collate(
+            "example_i_divisible_minus_2_one_past",
+            ["collate-padded", "collate-side-inputs", "collate-weights"],
+            "Example I, pad_seq_len_divisible=-2: the longest datum (3 tokens) is rounded up to a multiple of 2, "
+            "its absolute value, so the width is 4 (SPEC 1.5's clarification; upstream's ceil(3 / -2) * -2 gives 2)",
+            EXAMPLE,
+            EXAMPLE_I_WIDTH_4,
+            keys=PADDED + SIDE,
+            pad_seq_len_divisible=-2,
+        ),
+        collate(
+            "divisible_minus_2_exact",
+            ["collate-padded"],
+            "pad_seq_len_divisible=-2, the longest datum 4 tokens: already a multiple of 2 (|-2|), so the width "
+            "stays 4",
+            [D([1, 2, 3, 4], target_tokens=[2, 3, 4, 5]), D([6], target_tokens=[7])],
+            {
+                "input_ids": long([[1, 2, 3, 4], [6, 0, 0, 0]]),
+                "attention_mask": long([[1, 1, 1, 1], [1, 0, 0, 0]]),
+                "labels": long([[2, 3, 4, 5], [7, X, X, X]]),
+                "padding_mask": bools([[F, F, F, F], [F, T, T, T]]),
+            },
+            keys=PADDED,
+            pad_seq_len_divisible=-2,
+        ),
     ]
 
 

@@ -122,6 +122,8 @@ EXPECTED = {
     "body_extra_key": "malformed body",
     "topology_extra_key": "malformed body",
     "topology_world_size_0": "malformed body",
+    "topology_dp_degree_0": "malformed body",
+    "topology_replicas_0": "malformed body",
     "state_nan": "malformed body",
     "body_duplicate_key": "malformed body",
     "fingerprint_not_string": "malformed body",

@@ -26,10 +26,11 @@ from batchspec_native.metadata import build_packed_sequence_metadata, get_unpad_
 
 __version__ = "0.1.0"
 
-# The SPEC.md version this backend implements: 1.4. 1.3's [global-state] holds for its native
+# The SPEC.md version this backend implements: 1.5. 1.3's [global-state] holds for its native
 # calls (ctypes over torch buffers: no torch setting is touched) and 1.4's [state-body-valid]
-# comes with vectorized's ZephonDataLoader (the reference's, which checks the body at load).
-BATCHSPEC_SPEC_VERSION = "1.4"
+# comes with vectorized's ZephonDataLoader (the reference's, which checks the body at load);
+# 1.5's [dcoll-divisible-zero] with vectorized's default_collater.
+BATCHSPEC_SPEC_VERSION = "1.5"
 
 # The SPEC.md profiles it implements (SPEC.md, "Conformance"): its own three functions and the
 # rest through vectorized's public names.
