@@ -481,17 +481,7 @@ def case_topology_at_its_bounds():
         "with 'malformed body'; the loader is unchanged and the untampered state (every topology integer at its "
         "bound, 1) loads and resumes",
         {"A": A},
-        [
-            *save_after("A", 5),
-            ("new:A", None),
-            *[(f"load:S:{how}", raised("ValueError", check)) for how, check in bounds],
-            ("state", ""),
-            ("calls", ZERO_CALLS),
-            ("restores", 0),
-            ("load:S", None),
-            ("same:S", True),
-            ("rest", rows(5, 6, 7, 8, 9)),
-        ],
+        _refused_then_resumed(bounds),
     )
 
 

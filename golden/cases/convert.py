@@ -907,7 +907,7 @@ def case_unpacked_pad_to_length_2():
         description="records [5,6] and [7] without positions, pad_to_length 2 (the smallest valid), pad_token_id 0: "
         "rows [5,6] and [7,0], one input token each; the second row's target is padding",
         function="convert_text_batch",
-        inputs=rows(Row((5, 6), None, None), Row((7,), None, None)),
+        inputs=text_batch_inputs(Row((5, 6), None, None), Row((7,), None, None)),
         options={"pad_to_length": 2, "pad_token_id": 0},
         expected={
             "input_ids": long([[5], [7]]),
