@@ -8,7 +8,7 @@
   the model-level equivalence checks, the multi-rank checkpoint scenarios), with what they need;
 - ``helpers/``: what the checks build and compare with (asserts, sample batches, strategies, layouts,
   pipelines), public to a backend team's own tests;
-- ``golden/``: the golden cases' API, store, runner and generation;
+- ``golden/``: the golden cases' API, verified reading, runner and generation;
 - ``run/``: the run machinery: the pytest plugin (``run/plugin.py``) and what a run goes through,
   from the options and the backend to each test's record, the verdict (``run/verdict.py``) and the
   report (``run/report.py``), the run's state (``run/stash.py``), and what the suite reads of

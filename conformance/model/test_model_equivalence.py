@@ -5,7 +5,7 @@ trained alone: logits, the trained-token set, per-token losses and the gradient.
 These checks need transformers (the ``model`` extra: ``pip install 'batchspec[model]'``); without
 it they are reported as skipped, with that command. A failure names the route, the attention
 implementation, the batch, row and document span, the largest difference and its tolerance, and
-is blamed on the clauses of the key that explains it (``equivalence.blame``).
+is blamed on the clauses of the key that explains it (``mismatch_blame.blame``).
 """
 
 from __future__ import annotations

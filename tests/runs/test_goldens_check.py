@@ -1,4 +1,4 @@
-"""``batchspec.conformance.tools.goldens --check`` (the slow part of ``tests/unit/test_golden_store.py``):
+"""``batchspec.conformance.tools.goldens --check`` (the slow part of ``tests/unit/test_golden_verified_read.py``):
 it passes on the committed tree and fails on a stale file or a SPEC example block that disagrees;
 each check regenerates every stored case with the reference.
 """
