@@ -40,14 +40,17 @@ BREAKS = re.compile(r"Breaks: ((?:\[[a-z0-9-]+\](?:, )?)+)\s*$")
 def declared(path: Path) -> tuple[str, tuple[str, ...]]:
     """A mutant's docstring summary and the clauses it declares, read without importing it.
 
+    The summary is the docstring's first paragraph, read as one line, so a long clause list may
+    go on over the next lines (each at most 140 characters).
+
     Raises:
-        ValueError: the module has no docstring whose first line ends with ``Breaks: [...]``.
+        ValueError: the module has no docstring whose first paragraph ends with ``Breaks: [...]``.
     """
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    first = doc.strip().splitlines()[0] if doc.strip() else ""
+    first = " ".join(line.strip() for line in doc.strip().split("\n\n")[0].splitlines())
     match = BREAKS.search(first)
     if match is None:
-        raise ValueError(f"{path.name}: the docstring's first line must end with 'Breaks: [clause], ...'")
+        raise ValueError(f"{path.name}: the docstring's first paragraph must end with 'Breaks: [clause], ...'")
     return first[: match.start()].strip(), tuple(re.findall(r"\[([a-z0-9-]+)\]", match.group(1)))
 
 

@@ -40,6 +40,22 @@ def test_a_mutant_without_its_breaks_line_is_refused(tmp_path):
     assert sweep.declared(path) == ("Drops the shift.", ("ctb-shift", "tb-keys"))
 
 
+def test_a_clause_list_may_go_on_over_the_first_paragraph_but_no_further(tmp_path):
+    path = tmp_path / "mt_x.py"
+    path.write_text(
+        '"""Drops the shift. Breaks: [ctb-shift],\n[tb-keys], [tb-shapes]\n\nWhy [tb-layout] is not.\n"""\n',
+        encoding="utf-8",
+    )
+    assert sweep.declared(path) == ("Drops the shift.", ("ctb-shift", "tb-keys", "tb-shapes"))
+    path.write_text('"""Drops the shift.\n\nBreaks: [ctb-shift]\n"""\n', encoding="utf-8")
+    try:
+        sweep.declared(path)
+    except ValueError as error:
+        assert "mt_x.py" in str(error)
+    else:
+        raise AssertionError("a Breaks list after the first paragraph was accepted")
+
+
 def test_the_daily_sample_is_a_rotating_slice_of_every_mutant():
     names, count = list(sweep.mutants()), 3
     days = [datetime.date(2026, 12, 1) + datetime.timedelta(days=k) for k in range(len(names))]
