@@ -11,10 +11,12 @@ import os
 
 from _suite import ROOT, BackgroundRun, long_run
 
+from batchspec.conformance.test_checkpoint_body import MUTATION_CLASSES as RESHAPINGS
+
 PROBES = os.pathsep.join(str(ROOT / "tests" / folder) for folder in ("probe_backends", "mutants"))
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [PROBES, os.environ.get("PYTHONPATH")])))
 CHECKS = "conformance/test_checkpoint_body.py"
-MUTATION_CLASSES = 17  # the parameters of test_a_reshaped_state_is_a_malformed_body_at_load
+MUTATION_CLASSES = len(RESHAPINGS)  # the parameters of test_a_reshaped_state_is_a_malformed_body_at_load
 
 
 def _planted(name: str):

@@ -43,7 +43,7 @@ SHARE_TOLERANCE = 5.0
 PAD = collaters.PAD_TOKEN_IDS_KEY
 PLANTED: dict[tuple[str, str], tuple[tuple, dict]] = {
     ("default_collater", "non-list-row"): (([{"input_ids": [1, 2]}, {"input_ids": (3,)}],), {}),
-    ("default_collater", "odd-divisor"): (([{"input_ids": [1, 2, 3]}], -2), {}),
+    ("default_collater", "odd-divisor"): (([{"input_ids": [1, 2, 3]}], 2.5), {}),
     ("default_collater", "non-int64-pad"): (
         ([{"input_ids": [1, 2], PAD: {"input_ids": 1.5}}, {"input_ids": [3]}],),
         {},
@@ -109,7 +109,7 @@ PLANTED: dict[tuple[str, str], tuple[tuple, dict]] = {
     ),
     ("collate_datums", "odd-divisor"): (
         ([Datum([1, 2, 3], {"target_tokens": [2, 3, 4]})],),
-        {"pad_seq_len_divisible": -2},
+        {"pad_seq_len_divisible": 2.5},
     ),
 }
 
