@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,13 @@ from _suite import BackgroundRun, long_run, long_runs_last, start_long_runs, sto
 
 from batchspec.conformance.golden.verified_read import load_all
 from batchspec.conformance.tools import goldens
+
+# A shell without job control starts a background job (``bash .ci/run &``) with SIGINT ignored,
+# and every process the job starts inherits that: the runs tier's Ctrl-C test would send SIGINT to a
+# run that ignores it. The project's tests run as from a terminal, where Python handles SIGINT (a
+# run with SIGINT ignored is one test's own case: tests/runs/test_run_integrity.py)
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # fixture name -> the conformance run's arguments. The vectorized run leaves out the multi-rank
 # scenarios: its ZephonDataLoader is the reference's (whose run covers them), and they are most

@@ -102,8 +102,13 @@ class Recorder:
         raise Terminated(signal.Signals(signum).name)
 
     def _on_deadline(self, seconds: float) -> None:
+        """A KeyboardInterrupt in the main thread, Ctrl-C's path. ``interrupt_main`` does nothing
+        for a signal Python does not handle, and a job a shell without job control starts in the
+        background (``batchspec ... &`` in a CI script) inherits SIGINT ignored: the controller's
+        own SIGTERM handler, always there with the timer, stands in for Ctrl-C then."""
         self.deadline = f"the run timeout of {seconds:g} s (--run-timeout) was reached"
-        _thread.interrupt_main()  # a KeyboardInterrupt in the main thread: Ctrl-C's path
+        handled = callable(signal.getsignal(signal.SIGINT))
+        _thread.interrupt_main(signal.SIGINT if handled else signal.SIGTERM)
 
     def pytest_unconfigure(self) -> None:
         if self._deadline_timer is not None:

@@ -37,10 +37,18 @@ class CommandRun:
     markdown: str
 
 
-def run_batchspec(tmp_path: Path, *args: str, env: dict | None = None, timeout: float = 300) -> CommandRun:
-    """``batchspec ARGS --conformance-report=tmp_path/report``, started in ``tmp_path``."""
+# what a shell without job control does to a job it starts in the background (``batchspec ... &``
+# in a CI script): SIGINT ignored, in every process the job starts
+IGNORE_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+
+
+def run_batchspec(
+    tmp_path: Path, *args: str, env: dict | None = None, timeout: float = 300, prelude: str = ""
+) -> CommandRun:
+    """``batchspec ARGS --conformance-report=tmp_path/report``, started in ``tmp_path``, after the
+    Python statements ``prelude``."""
     report = tmp_path / "report"
-    command = [sys.executable, "-c", "import sys; from batchspec.cli import main; sys.exit(main())", *args]
+    command = [sys.executable, "-c", f"{prelude}import sys; from batchspec.cli import main; sys.exit(main())", *args]
     command.append(f"--conformance-report={report}")
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=timeout, env=env or ENV)
     written = json.loads((report / "report.json").read_text()) if (report / "report.json").exists() else {}
@@ -190,10 +198,12 @@ def test_a_backend_printing_megabytes_gets_its_captured_output_cut(tmp_path):
     assert run.output.count("characters of captured output cut here]") == 2
 
 
-def test_the_whole_run_has_a_time_bound_and_names_what_never_ran(tmp_path):
+@pytest.mark.parametrize("prelude", ["", IGNORE_SIGINT], ids=["sigint-handled", "sigint-ignored"])
+def test_the_whole_run_has_a_time_bound_and_names_what_never_ran(tmp_path, prelude):
     """``--run-timeout``: a run whose test hangs past the whole run's bound (the per-test timeout
     being longer) stops as on Ctrl-C: verdict incomplete, exit status 2, the hung test named as
-    never finished."""
+    never finished; also a run started with SIGINT ignored, as a background job of a shell
+    without job control is (it used to hang there for good)."""
     hang = "test_unpad_split_id"
     run = run_batchspec(
         tmp_path,
@@ -205,6 +215,7 @@ def test_the_whole_run_has_a_time_bound_and_names_what_never_ran(tmp_path):
         "1",
         "--run-timeout=20",
         timeout=120,
+        prelude=prelude,
     )
     verdict = run.report["verdict"]
     assert run.returncode == 2 and verdict["result"] == "incomplete", run.output[-3000:]
