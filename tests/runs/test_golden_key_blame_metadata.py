@@ -1,12 +1,12 @@
 """``build_packed_sequence_metadata``'s stored cases blame the key that differs (the slow part of
-``tests/unit/test_golden_blame.py``: the reference runs every stored case once per key, the
+``tests/unit/test_golden_key_blame.py``: the reference runs every stored case once per key, the
 int16-edge case among them).
 """
 
 from __future__ import annotations
 
 import pytest
-from _blame import _backend, _blamed, _bumped, _narrowed
+from _golden_key_blame import _backend, _blamed, _bumped, _narrowed
 
 from batchspec import reference
 from batchspec.conformance.golden.key_blame import OUTPUT_CLAUSES, inside_precondition

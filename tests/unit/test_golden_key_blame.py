@@ -9,7 +9,7 @@ key changed (a backend that gets exactly that key wrong), and checks the clauses
 from __future__ import annotations
 
 import pytest
-from _blame import _backend, _blamed, _bumped, _narrowed
+from _golden_key_blame import _backend, _blamed, _bumped, _narrowed
 
 from batchspec import reference
 from batchspec.conformance.golden.key_blame import OUTPUT_CLAUSES, binary_mask, inside_precondition

@@ -1,6 +1,6 @@
 """Running stored golden cases against the reference with one output key changed, for the tests of
-``conformance/golden/key_blame.py`` (``tests/unit/test_golden_blame.py`` and
-``tests/runs/test_golden_blame_metadata.py``).
+``conformance/golden/key_blame.py`` (``tests/unit/test_golden_key_blame.py`` and
+``tests/runs/test_golden_key_blame_metadata.py``).
 """
 
 from __future__ import annotations
