@@ -29,12 +29,25 @@ from batchspec.conformance.tools import goldens
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# fixture name -> the conformance run's arguments. The vectorized run leaves out the multi-rank
-# scenarios: its ZephonDataLoader is the reference's (whose run covers them), and they are most
-# of a run's time. The full command is in README ("The vectorized backend").
+# the modules whose every test exercises ZephonDataLoader alone (``requires("zephon_loader",
+# "zephon_state"[, ...])`` and no other capability): the multi-rank scenarios, the state body,
+# fingerprint and validation checks
+LOADER_ONLY = tuple(
+    f"--ignore=conformance/{name}.py"
+    for name in (
+        "test_checkpoint_ranks",
+        "test_checkpoint_body",
+        "test_checkpoint_fingerprint",
+        "test_checkpoint_validation",
+    )
+)
+
+# fixture name -> the conformance run's arguments. The vectorized run leaves out the modules that
+# test ZephonDataLoader alone: vectorized's ZephonDataLoader is the reference's (whose run covers
+# them), and they take about 40% of a full run. The full command is in README ("The vectorized backend").
 RUNS = {
     "reference_run": ("conformance", "--backend=reference"),
-    "vectorized_run": ("conformance", "--backend=vectorized", "--ignore=conformance/test_checkpoint_ranks.py"),
+    "vectorized_run": ("conformance", "--backend=vectorized", *LOADER_ONLY),
     # upstream nemo-automodel 0.7.0's own functions (docs/upstream.md, "Upstream through the suite")
     "automodel_run": (
         "conformance",
