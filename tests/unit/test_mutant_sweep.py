@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import re
 from pathlib import Path
+
+import pytest
 
 from batchspec.conformance.run.spec import spec_clauses
 
@@ -30,12 +33,8 @@ def test_every_mutant_declares_the_spec_clauses_it_breaks_and_exposes_a_backend(
 def test_a_mutant_without_its_breaks_line_is_refused(tmp_path):
     path = tmp_path / "m_x.py"
     path.write_text('"""Drops the shift: labels equal inputs."""\nBACKEND = None\n', encoding="utf-8")
-    try:
+    with pytest.raises(ValueError, match=re.escape("m_x.py")):  # a docstring without 'Breaks: [...]'
         sweep.declared(path)
-    except ValueError as error:
-        assert "m_x.py" in str(error)
-    else:
-        raise AssertionError("a docstring without 'Breaks: [...]' was accepted")
     path.write_text('"""Drops the shift. Breaks: [ctb-shift], [tb-keys]"""\nBACKEND = None\n', encoding="utf-8")
     assert sweep.declared(path) == ("Drops the shift.", ("ctb-shift", "tb-keys"))
 
@@ -48,12 +47,8 @@ def test_a_clause_list_may_go_on_over_the_first_paragraph_but_no_further(tmp_pat
     )
     assert sweep.declared(path) == ("Drops the shift.", ("ctb-shift", "tb-keys", "tb-shapes"))
     path.write_text('"""Drops the shift.\n\nBreaks: [ctb-shift]\n"""\n', encoding="utf-8")
-    try:
+    with pytest.raises(ValueError, match=re.escape("mt_x.py")):  # a Breaks list after the first paragraph
         sweep.declared(path)
-    except ValueError as error:
-        assert "mt_x.py" in str(error)
-    else:
-        raise AssertionError("a Breaks list after the first paragraph was accepted")
 
 
 def test_the_daily_sample_is_a_rotating_slice_of_every_mutant():
