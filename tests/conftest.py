@@ -29,9 +29,9 @@ from batchspec.conformance.tools import goldens
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# the modules whose every test exercises ZephonDataLoader alone (``requires("zephon_loader",
-# "zephon_state"[, ...])`` and no other capability): the multi-rank scenarios, the state body,
-# fingerprint and validation checks
+# the modules whose tests exercise ZephonDataLoader: the state body, fingerprint and validation
+# checks (``requires("zephon_loader", "zephon_state")`` and nothing else) and the multi-rank
+# scenarios (some also call the backend's convert_text_batch, which the rest of a run checks)
 LOADER_ONLY = tuple(
     f"--ignore=conformance/{name}.py"
     for name in (
@@ -42,8 +42,8 @@ LOADER_ONLY = tuple(
     )
 )
 
-# fixture name -> the conformance run's arguments. The vectorized run leaves out the modules that
-# test ZephonDataLoader alone: vectorized's ZephonDataLoader is the reference's (whose run covers
+# fixture name -> the conformance run's arguments. The vectorized run leaves out the loader's modules
+# (LOADER_ONLY): vectorized's ZephonDataLoader is the reference's (whose run covers
 # them), and they take about 40% of a full run. The full command is in README ("The vectorized backend").
 RUNS = {
     "reference_run": ("conformance", "--backend=reference"),
