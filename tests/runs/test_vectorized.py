@@ -1,5 +1,5 @@
-"""The ``vectorized`` backend is certified by the suite: the whole conformance run (the modules
-that test ZephonDataLoader alone aside: its loader is the reference's, ``LOADER_ONLY`` in
+"""The ``vectorized`` backend is certified by the suite: the whole conformance run (the loader's
+modules aside: its loader is the reference's, ``LOADER_ONLY`` in
 tests/conftest.py) passes with no failure and no capability reported as not supported."""
 
 from __future__ import annotations
